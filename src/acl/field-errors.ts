@@ -1,0 +1,42 @@
+import type { z } from 'zod';
+
+/** One problem with user input, located by a field path such as `rule.cidrs[2]`. */
+export interface FieldError {
+  readonly path: string;
+  readonly message: string;
+}
+
+export function joinPath(prefix: string, segments: readonly PropertyKey[]): string {
+  let path = prefix;
+  for (const segment of segments) {
+    if (typeof segment === 'number') path += `[${segment}]`;
+    else path += path === '' ? String(segment) : `.${String(segment)}`;
+  }
+  return path;
+}
+
+export function describeValue(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  const json = JSON.stringify(value);
+  return json.length > 80 ? `${json.slice(0, 77)}...` : json;
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  switch (issue.code) {
+    case 'unrecognized_keys':
+      return `unknown field(s) ${issue.keys.map((k) => `"${k}"`).join(', ')}; remove them or check the spelling`;
+    case 'invalid_type':
+      return issue.message;
+    default:
+      return issue.message;
+  }
+}
+
+/** Flattens zod issues into field errors whose path starts at `prefix`. */
+export function fieldErrorsFromZod(error: z.ZodError, prefix: string): FieldError[] {
+  return error.issues.map((issue) => ({ path: joinPath(prefix, issue.path), message: describeIssue(issue) }));
+}
+
+export function formatFieldErrors(errors: readonly FieldError[]): string {
+  return errors.map((e) => (e.path ? `${e.path}: ${e.message}` : e.message)).join('\n');
+}

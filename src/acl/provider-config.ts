@@ -1,0 +1,73 @@
+import { z } from 'zod';
+import { normalizeCidrSet, type Cidr } from './cidr.js';
+import { cidrStringSchema } from './cidr-schema.js';
+import { fieldErrorsFromZod, type FieldError } from './field-errors.js';
+
+export const ACTIONS = ['ALLOW', 'DENY'] as const;
+export type AclAction = (typeof ACTIONS)[number];
+
+/** How Envoy picks the client address a rule's CIDRs are compared with. */
+export const PRINCIPAL_TYPES = ['remote_ip', 'direct_remote_ip', 'source_ip'] as const;
+export type PrincipalType = (typeof PRINCIPAL_TYPES)[number];
+
+function caseInsensitiveEnum<const T extends readonly string[]>(values: T, normalise: (s: string) => string, field: string) {
+  return z.string({ error: `must be a string, one of ${values.join(', ')}` }).transform((text, ctx): T[number] => {
+    const value = normalise(text.trim());
+    if ((values as readonly string[]).includes(value)) return value as T[number];
+    ctx.addIssue({ code: 'custom', message: `"${text}" is not a valid ${field}; use ${values.join(' or ')}` });
+    return z.NEVER;
+  });
+}
+
+/** The rule as the shoot owner means it: normalised action/type, canonical CIDR set. */
+export interface AclRule {
+  readonly action: AclAction;
+  readonly type: PrincipalType;
+  /** Sorted, deduplicated, IPv4-mapped ranges folded into IPv4, covered ranges dropped. */
+  readonly cidrs: readonly Cidr[];
+}
+
+export function providerConfigSchema(maxCidrs: number) {
+  const rule = z.strictObject(
+    {
+      action: caseInsensitiveEnum(ACTIONS, (s) => s.toUpperCase(), 'action'),
+      type: caseInsensitiveEnum(PRINCIPAL_TYPES, (s) => s.toLowerCase(), 'type'),
+      cidrs: z
+        .array(cidrStringSchema, { error: 'must be a list of CIDR strings' })
+        .min(1, { error: 'must list at least one CIDR; an empty list would admit nobody (ALLOW) or nothing (DENY)' })
+        .max(maxCidrs, {
+          error: (issue) =>
+            `has ${Array.isArray(issue.input) ? issue.input.length : '?'} entries, more than the maximum of ${maxCidrs} set by the operator; merge ranges or ask the operator to raise maxCIDRs`,
+        }),
+    },
+    { error: (issue) => (issue.input === undefined ? 'is required: add rule with action, type and cidrs' : 'must be an object with action, type and cidrs') },
+  );
+  return z
+    .strictObject(
+      {
+        // Gardener convention for providerConfig; accepted and ignored.
+        apiVersion: z.string().optional(),
+        kind: z.string().optional(),
+        rule,
+      },
+      { error: 'must be an object with a rule' },
+    )
+    .transform(({ rule: r }): AclRule => ({ action: r.action, type: r.type, cidrs: normalizeCidrSet(r.cidrs) }));
+}
+
+export type ProviderConfigResult =
+  | { readonly ok: true; readonly rule: AclRule }
+  | { readonly ok: false; readonly errors: readonly FieldError[] };
+
+/**
+ * Validates a shoot's `providerConfig`. `pathPrefix` places errors in the caller's object,
+ * e.g. `spec.extensions[0].providerConfig` for a Shoot or `spec.providerConfig` for an Extension.
+ */
+export function parseProviderConfig(raw: unknown, maxCidrs: number, pathPrefix: string): ProviderConfigResult {
+  if (raw === undefined || raw === null) {
+    return { ok: false, errors: [{ path: pathPrefix, message: 'is required: add rule with action, type and cidrs' }] };
+  }
+  const result = providerConfigSchema(maxCidrs).safeParse(raw);
+  if (result.success) return { ok: true, rule: result.data };
+  return { ok: false, errors: fieldErrorsFromZod(result.error, pathPrefix) };
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env node
+import { renderCommand, RENDER_USAGE, type CommandIO } from './render-command.js';
+
+const USAGE = `usage: gardener-acl <command> [options]
+
+commands:
+  render   print the EnvoyFilters for a seed's objects (offline)
+
+${RENDER_USAGE}`;
+
+const io: CommandIO = { stdout: (t) => process.stdout.write(t), stderr: (t) => process.stderr.write(t) };
+
+async function main(argv: readonly string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'render':
+      return renderCommand(rest, io);
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      io.stdout(`${USAGE}\n`);
+      return command === undefined ? 2 : 0;
+    default:
+      io.stderr(`unknown command "${command}"\n${USAGE}\n`);
+      return 2;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(`gardener-acl: internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exitCode = 1;
+  },
+);

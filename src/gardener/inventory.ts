@@ -1,0 +1,99 @@
+import type { z } from 'zod';
+import { fieldErrorsFromZod, formatFieldErrors } from '../acl/field-errors.js';
+import {
+  clusterSchema,
+  configMapSchema,
+  deploymentSchema,
+  envoyFilterObjectSchema,
+  extensionSchema,
+  gatewaySchema,
+  infrastructureSchema,
+  serviceSchema,
+  typeMetaSchema,
+  type EnvoyFilterObject,
+} from './objects.js';
+import { objectRef, type Problem } from './problems.js';
+import type { SeedInventory } from './seed-acl.js';
+
+/** A decoded document and where it came from, for error messages. */
+export interface SourcedObject {
+  readonly object: unknown;
+  readonly source: string;
+}
+
+export interface ClassifiedObjects {
+  readonly inventory: SeedInventory;
+  readonly envoyFilters: readonly EnvoyFilterObject[];
+  /** Raw OperatorConfiguration documents, validated by the caller. */
+  readonly operatorConfigs: readonly SourcedObject[];
+  readonly problems: readonly Problem[];
+  /** Where each object (`Kind namespace/name`) came from. */
+  readonly sources: ReadonlyMap<string, string>;
+}
+
+const SCHEMAS = {
+  Cluster: clusterSchema,
+  Extension: extensionSchema,
+  Infrastructure: infrastructureSchema,
+  Gateway: gatewaySchema,
+  Deployment: deploymentSchema,
+  Service: serviceSchema,
+  ConfigMap: configMapSchema,
+  EnvoyFilter: envoyFilterObjectSchema,
+} as const;
+type ReadKind = keyof typeof SCHEMAS;
+
+function isReadKind(kind: string): kind is ReadKind {
+  return Object.hasOwn(SCHEMAS, kind);
+}
+
+/** Sorts decoded documents into the inventory; objects of other kinds are ignored. */
+export function classifyObjects(objects: readonly SourcedObject[]): ClassifiedObjects {
+  const problems: Problem[] = [];
+  const buckets: { [K in ReadKind]: z.output<(typeof SCHEMAS)[K]>[] } = {
+    Cluster: [], Extension: [], Infrastructure: [], Gateway: [], Deployment: [], Service: [], ConfigMap: [], EnvoyFilter: [],
+  };
+  const operatorConfigs: SourcedObject[] = [];
+  const seen = new Map<string, string>();
+  for (const { object, source } of objects) {
+    if (typeof object === 'object' && object !== null && (object as { kind?: unknown }).kind === 'OperatorConfiguration') {
+      operatorConfigs.push({ object, source });
+      continue;
+    }
+    const meta = typeMetaSchema.safeParse(object);
+    if (!meta.success) {
+      problems.push({ severity: 'error', object: source, message: `not a Kubernetes object: ${formatFieldErrors(fieldErrorsFromZod(meta.error, ''))}` });
+      continue;
+    }
+    const { kind, metadata } = meta.data;
+    if (!isReadKind(kind)) continue;
+    const ref = objectRef(kind, metadata.namespace, metadata.name);
+    const duplicate = seen.get(ref);
+    if (duplicate) {
+      problems.push({ severity: 'error', object: `${source}: ${ref}`, message: `defined twice (first in ${duplicate})` });
+      continue;
+    }
+    seen.set(ref, source);
+    const parsed = SCHEMAS[kind].safeParse(object);
+    if (!parsed.success) {
+      problems.push({ severity: 'error', object: `${source}: ${ref}`, message: formatFieldErrors(fieldErrorsFromZod(parsed.error, '')) });
+      continue;
+    }
+    (buckets[kind] as unknown[]).push(parsed.data);
+  }
+  return {
+    inventory: {
+      clusters: buckets.Cluster,
+      extensions: buckets.Extension,
+      infrastructures: buckets.Infrastructure,
+      gateways: buckets.Gateway,
+      deployments: buckets.Deployment,
+      services: buckets.Service,
+      configMaps: buckets.ConfigMap,
+    },
+    envoyFilters: buckets.EnvoyFilter,
+    operatorConfigs,
+    problems,
+    sources: seen,
+  };
+}

@@ -1,0 +1,247 @@
+import { normalizeCidrSet, type Cidr } from '../acl/cidr.js';
+import { cidrStringSchema } from '../acl/cidr-schema.js';
+import { formatFieldErrors } from '../acl/field-errors.js';
+import type { GatewayWorkload, Labels, ObservabilityWildcard, SeedAcl, ShootAcl, SniChain } from '../acl/model.js';
+import type { OperatorConfig } from '../acl/operator-config.js';
+import { parseProviderConfig } from '../acl/provider-config.js';
+import { parseTechnicalID } from '../acl/shoot-identity.js';
+import type { Cluster, ConfigMap, Deployment, Extension, Gateway, Infrastructure, Service } from './objects.js';
+import { objectRef, type Problem } from './problems.js';
+
+export const EXTENSION_TYPE = 'acl';
+const GATEWAY_DEPLOYMENT = 'istio-ingressgateway';
+const OBSERVABILITY_GATEWAY = { namespace: 'garden', name: 'nginx-ingress-controller' };
+const SHOOT_INFO = { namespace: 'kube-system', name: 'shoot-info' };
+
+/** The seed objects the ACL depends on, from files (render) or informer caches (controller). */
+export interface SeedInventory {
+  readonly extensions: readonly Extension[];
+  readonly clusters: readonly Cluster[];
+  readonly infrastructures: readonly Infrastructure[];
+  readonly gateways: readonly Gateway[];
+  readonly deployments: readonly Deployment[];
+  readonly services: readonly Service[];
+  readonly configMaps: readonly ConfigMap[];
+}
+
+export interface SeedAclResult {
+  readonly seed: SeedAcl;
+  readonly problems: readonly Problem[];
+}
+
+function sortedLabels(labels: Labels): Labels {
+  return Object.fromEntries(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : 1)));
+}
+
+function isSubset(selector: Labels, labels: Labels): boolean {
+  return Object.entries(selector).every(([k, v]) => labels[k] === v);
+}
+
+function podLabels(d: Deployment): Labels {
+  return { ...d.spec.selector.matchLabels, ...(d.spec.template?.metadata.labels ?? {}) };
+}
+
+/** Seed ingress gateways: every `istio-ingressgateway` except the virtual garden's. */
+export function seedGatewayWorkloads(deployments: readonly Deployment[]): GatewayWorkload[] {
+  return deployments
+    .filter((d) => d.metadata.name === GATEWAY_DEPLOYMENT && !d.metadata.deletionTimestamp)
+    .filter((d) => podLabels(d)['istio-role'] !== 'garden' && !d.metadata.namespace.startsWith('virtual-garden-'))
+    .map((d) => ({ namespace: d.metadata.namespace, selector: sortedLabels(d.spec.selector.matchLabels) }))
+    .sort((a, b) => a.namespace.localeCompare(b.namespace));
+}
+
+/** The gateway a Gateway object's selector picks, the way Istio does: pods whose labels include it. */
+function resolveGateway(gateway: Gateway, deployments: readonly Deployment[], gateways: readonly GatewayWorkload[]): GatewayWorkload | string {
+  if (Object.keys(gateway.spec.selector).length === 0) return 'spec.selector is empty; cannot tell which ingress gateway serves it';
+  const matches = deployments.filter((d) => d.metadata.name === GATEWAY_DEPLOYMENT && isSubset(gateway.spec.selector, podLabels(d)));
+  const namespaces = [...new Set(matches.map((d) => d.metadata.namespace))];
+  const found = gateways.find((g) => namespaces.length === 1 && g.namespace === namespaces[0]);
+  if (found) return found;
+  const selector = JSON.stringify(gateway.spec.selector);
+  return namespaces.length === 0
+    ? `spec.selector ${selector} matches no ${GATEWAY_DEPLOYMENT} Deployment`
+    : `spec.selector ${selector} matches ${GATEWAY_DEPLOYMENT} Deployments in ${namespaces.length} namespaces (${namespaces.join(', ')}); expected exactly one`;
+}
+
+function stripNamespace(host: string): string {
+  const slash = host.indexOf('/');
+  return slash >= 0 ? host.slice(slash + 1) : host;
+}
+
+function isTlsServer(server: Gateway['spec']['servers'][number]): boolean {
+  const protocol = (server.port.protocol ?? '').toUpperCase();
+  return protocol === 'TLS' || protocol === 'HTTPS' || Boolean(server.tls);
+}
+
+class CidrCollector {
+  readonly cidrs: Cidr[] = [];
+  constructor(
+    private readonly problems: Problem[],
+    private readonly object: string,
+  ) {}
+  ok = true;
+  add(value: string | null | undefined, path: string): void {
+    if (value === undefined || value === null || value === '') return;
+    const parsed = cidrStringSchema.safeParse(value);
+    if (parsed.success) this.cidrs.push(parsed.data);
+    else {
+      this.ok = false;
+      this.problems.push({ severity: 'error', object: this.object, message: `${path}: ${parsed.error.issues[0]?.message ?? 'invalid'}` });
+    }
+  }
+}
+
+function managedSeedEgress(inv: SeedInventory, gateways: readonly GatewayWorkload[], problems: Problem[]): { cidrs: Cidr[]; ok: boolean } {
+  // A Proxy-mode load balancer hairpins the seed's own traffic through its egress addresses.
+  const proxyMode = inv.services.some(
+    (s) =>
+      s.metadata.name === GATEWAY_DEPLOYMENT &&
+      gateways.some((g) => g.namespace === s.metadata.namespace) &&
+      (s.status?.loadBalancer?.ingress ?? []).some((i) => i.ipMode === 'Proxy'),
+  );
+  if (!proxyMode) return { cidrs: [], ok: true };
+  const shootInfo = inv.configMaps.find((c) => c.metadata.namespace === SHOOT_INFO.namespace && c.metadata.name === SHOOT_INFO.name);
+  if (!shootInfo) return { cidrs: [], ok: true };
+  const ref = objectRef('ConfigMap', SHOOT_INFO.namespace, SHOOT_INFO.name);
+  const value = shootInfo.data?.egressCIDRs;
+  if (value === undefined) {
+    problems.push({ severity: 'error', object: ref, message: 'data.egressCIDRs is missing; a managed seed behind a Proxy-mode load balancer needs it to keep its own traffic admitted' });
+    return { cidrs: [], ok: false };
+  }
+  const collector = new CidrCollector(problems, ref);
+  value.split(',').forEach((entry, i) => collector.add(entry.trim(), `data.egressCIDRs[${i}]`));
+  return { cidrs: collector.cidrs, ok: collector.ok };
+}
+
+function byNamespaceName<T extends { metadata: { name: string; namespace?: string | undefined } }>(items: readonly T[], namespace: string, name: string): T | undefined {
+  return items.find((i) => i.metadata.namespace === namespace && i.metadata.name === name);
+}
+
+interface SeedContext {
+  readonly inv: SeedInventory;
+  readonly operator: OperatorConfig;
+  readonly gateways: readonly GatewayWorkload[];
+  readonly seedWideAllowed: readonly Cidr[];
+  readonly problems: Problem[];
+}
+
+function shootAclFor(extension: Extension, ctx: SeedContext): ShootAcl | undefined {
+  const { inv, operator, problems } = ctx;
+  const namespace = extension.metadata.namespace;
+  const extRef = objectRef('Extension', namespace, extension.metadata.name);
+  const errorsBefore = problems.length;
+  const fail = (object: string, message: string): undefined => {
+    problems.push({ severity: 'error', object, message });
+    return undefined;
+  };
+
+  const config = parseProviderConfig(extension.spec.providerConfig, operator.maxCIDRs, 'spec.providerConfig');
+  if (!config.ok) return fail(extRef, formatFieldErrors(config.errors));
+
+  const cluster = inv.clusters.find((c) => c.metadata.name === namespace);
+  if (!cluster) return fail(extRef, `Cluster "${namespace}" not found; Gardener writes it before the Extension, so the seed inputs are incomplete`);
+  const clusterRef = objectRef('Cluster', undefined, namespace);
+  const shoot = cluster.spec.shoot;
+  const technicalID = shoot.status?.technicalID ?? namespace;
+  if (technicalID !== namespace) return fail(clusterRef, `spec.shoot.status.technicalID "${technicalID}" differs from the Extension's namespace "${namespace}"`);
+  if (!parseTechnicalID(technicalID)) return fail(extRef, `namespace "${namespace}" is not a shoot technical ID (shoot--<project>--<name> or shoot-<project>--<name>)`);
+
+  const always = new CidrCollector(problems, clusterRef);
+  const seedNetworks = cluster.spec.seed?.spec.networks;
+  always.add(seedNetworks?.nodes, 'spec.seed.spec.networks.nodes');
+  always.add(seedNetworks?.pods, 'spec.seed.spec.networks.pods');
+  const workerless = (shoot.spec.provider?.workers ?? []).length === 0;
+  const legacy = new CidrCollector(problems, clusterRef);
+  if (!workerless) {
+    always.add(shoot.spec.networking?.nodes, 'spec.shoot.spec.networking.nodes');
+    legacy.add(shoot.spec.networking?.pods, 'spec.shoot.spec.networking.pods');
+    const infra = byNamespaceName(inv.infrastructures, namespace, shoot.metadata.name);
+    const infraRef = objectRef('Infrastructure', namespace, shoot.metadata.name);
+    if (!infra) {
+      problems.push({ severity: 'error', object: infraRef, message: 'not found; a shoot with workers needs it for status.egressCIDRs (its nodes would be cut off otherwise)' });
+    } else {
+      const egress = new CidrCollector(problems, infraRef);
+      (infra.status?.egressCIDRs ?? []).forEach((c, i) => egress.add(c, `status.egressCIDRs[${i}]`));
+      always.cidrs.push(...egress.cidrs);
+    }
+  }
+
+  const sniChains: SniChain[] = [];
+  const shootGateways = inv.gateways.filter((g) => g.metadata.namespace === namespace).sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+  for (const gateway of shootGateways) {
+    const tlsServers = gateway.spec.servers.filter(isTlsServer);
+    if (tlsServers.length === 0) continue;
+    const workload = resolveGateway(gateway, inv.deployments, ctx.gateways);
+    if (typeof workload === 'string') {
+      problems.push({ severity: 'error', object: objectRef('Gateway', namespace, gateway.metadata.name), message: workload });
+      continue;
+    }
+    for (const server of tlsServers) {
+      const hosts = server.hosts.map(stripNamespace).filter((h) => h !== '*');
+      if (hosts.length > 0) sniChains.push({ gateway: workload, hosts });
+    }
+  }
+  if (shootGateways.length === 0) {
+    problems.push({
+      severity: 'warning',
+      object: extRef,
+      message: `no Gateway in namespace ${namespace} (hibernated or not yet deployed?); its API server SNI chains get no filter until one exists`,
+    });
+  }
+
+  if (problems.length > errorsBefore && problems.slice(errorsBefore).some((p) => p.severity === 'error')) return undefined;
+  return {
+    technicalID,
+    rule: config.rule,
+    alwaysAllowed: normalizeCidrSet([...always.cidrs, ...ctx.seedWideAllowed]),
+    legacyProxyAllowed: normalizeCidrSet(legacy.cidrs),
+    sniChains,
+  };
+}
+
+function observabilityWildcards(inv: SeedInventory, gateways: readonly GatewayWorkload[], problems: Problem[]): ObservabilityWildcard[] {
+  const gateway = byNamespaceName(inv.gateways, OBSERVABILITY_GATEWAY.namespace, OBSERVABILITY_GATEWAY.name);
+  if (!gateway) return [];
+  const workload = resolveGateway(gateway, inv.deployments, gateways);
+  if (typeof workload === 'string') {
+    problems.push({ severity: 'error', object: objectRef('Gateway', OBSERVABILITY_GATEWAY.namespace, OBSERVABILITY_GATEWAY.name), message: workload });
+    return [];
+  }
+  const domains = new Set(
+    gateway.spec.servers
+      .filter(isTlsServer)
+      .flatMap((s) => s.hosts.map(stripNamespace))
+      .filter((h) => h.startsWith('*.'))
+      .map((h) => h.slice(2)),
+  );
+  return [...domains].sort().map((domain) => ({ gateway: workload, domain }));
+}
+
+/**
+ * The seed's ACL model from its objects. Shoots whose inputs are invalid or incomplete are left
+ * out and reported as errors: the caller decides whether to keep their previous protection.
+ */
+export function seedAclFromInventory(inv: SeedInventory, operator: OperatorConfig): SeedAclResult {
+  const problems: Problem[] = [];
+  const gateways = seedGatewayWorkloads(inv.deployments);
+  const egress = managedSeedEgress(inv, gateways, problems);
+  const ctx: SeedContext = { inv, operator, gateways, seedWideAllowed: [...operator.additionalAllowedCIDRs, ...egress.cidrs], problems };
+  const extensions = inv.extensions
+    .filter((e) => e.spec.type === EXTENSION_TYPE && (e.spec.class ?? 'shoot') === 'shoot' && !e.metadata.deletionTimestamp)
+    .sort((a, b) => a.metadata.namespace.localeCompare(b.metadata.namespace));
+  const shoots: ShootAcl[] = [];
+  const seen = new Set<string>();
+  for (const extension of extensions) {
+    if (seen.has(extension.metadata.namespace)) {
+      problems.push({ severity: 'error', object: objectRef('Extension', extension.metadata.namespace, extension.metadata.name), message: 'a second Extension of type acl in this namespace; only one is allowed' });
+      continue;
+    }
+    seen.add(extension.metadata.namespace);
+    const shoot = egress.ok ? shootAclFor(extension, ctx) : undefined;
+    if (shoot) shoots.push(shoot);
+  }
+  if (shoots.length > 0 && gateways.length === 0) {
+    problems.push({ severity: 'error', object: 'seed', message: `no ${GATEWAY_DEPLOYMENT} Deployment found; the HTTP-CONNECT paths cannot be protected` });
+  }
+  return { seed: { operator, gateways, observabilityWildcards: observabilityWildcards(inv, gateways, problems), shoots }, problems };
+}

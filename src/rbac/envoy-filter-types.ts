@@ -1,0 +1,35 @@
+import type { Labels } from '../acl/model.js';
+import type { HttpRbacFilter, NetworkRbacFilter } from './envoy-rbac-types.js';
+
+export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
+export const MANAGED_BY = 'gardener-acl';
+export const SHOOT_LABEL = 'acl.gardener.cloud/shoot';
+export const ROLE_LABEL = 'acl.gardener.cloud/role';
+export const SHARD_ANNOTATION = 'acl.gardener.cloud/shard';
+
+export type ListenerMatch = {
+  readonly portNumber: number;
+  readonly filterChain: { readonly sni: string } | { readonly filter: { readonly name: string } };
+};
+
+export interface ConfigPatch {
+  readonly applyTo: 'NETWORK_FILTER' | 'HTTP_FILTER';
+  readonly match: { readonly context: 'GATEWAY'; readonly listener: ListenerMatch };
+  readonly patch: { readonly operation: 'INSERT_FIRST'; readonly value: NetworkRbacFilter | HttpRbacFilter };
+}
+
+/** An Istio EnvoyFilter as the generator writes it. */
+export interface GeneratedEnvoyFilter {
+  readonly apiVersion: 'networking.istio.io/v1alpha3';
+  readonly kind: 'EnvoyFilter';
+  readonly metadata: {
+    readonly name: string;
+    readonly namespace: string;
+    readonly labels: Labels;
+    readonly annotations?: Labels;
+  };
+  readonly spec: {
+    readonly workloadSelector: { readonly labels: Labels };
+    readonly configPatches: readonly ConfigPatch[];
+  };
+}

@@ -1,0 +1,59 @@
+// The subset of Envoy's RBAC API (envoy.config.rbac.v3) that the generator emits, field for
+// field as in the protos, so that nothing Istio would silently drop is ever written.
+
+export interface CidrRange {
+  readonly address_prefix: string;
+  readonly prefix_len: number;
+}
+
+export type StringMatcher =
+  | { readonly exact: string; readonly ignore_case?: boolean }
+  | { readonly prefix: string; readonly ignore_case?: boolean }
+  | { readonly suffix: string; readonly ignore_case?: boolean }
+  | { readonly contains: string; readonly ignore_case?: boolean }
+  | { readonly safe_regex: { readonly regex: string } };
+
+export interface HeaderMatcher {
+  readonly name: string;
+  readonly string_match: StringMatcher;
+}
+
+export type Principal =
+  | { readonly any: true }
+  | { readonly remote_ip: CidrRange }
+  | { readonly direct_remote_ip: CidrRange }
+  | { readonly source_ip: CidrRange }
+  | { readonly and_ids: { readonly ids: readonly Principal[] } }
+  | { readonly or_ids: { readonly ids: readonly Principal[] } }
+  | { readonly not_id: Principal };
+
+export type Permission =
+  | { readonly any: true }
+  | { readonly header: HeaderMatcher }
+  | { readonly requested_server_name: StringMatcher }
+  | { readonly or_rules: { readonly rules: readonly Permission[] } }
+  | { readonly not_rule: Permission };
+
+export interface Policy {
+  readonly permissions: readonly Permission[];
+  readonly principals: readonly Principal[];
+}
+
+export interface RbacRules {
+  readonly action: 'ALLOW' | 'DENY';
+  readonly policies: Readonly<Record<string, Policy>>;
+}
+
+export const NETWORK_RBAC_TYPE = 'type.googleapis.com/envoy.extensions.filters.network.rbac.v3.RBAC';
+export const HTTP_RBAC_TYPE = 'type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC';
+
+export interface NetworkRbacFilter {
+  readonly name: string;
+  readonly typed_config: { readonly '@type': typeof NETWORK_RBAC_TYPE; readonly stat_prefix: string; readonly rules: RbacRules };
+}
+
+/** The HTTP RBAC filter has no stat_prefix: its stats live under the HCM's prefix. */
+export interface HttpRbacFilter {
+  readonly name: string;
+  readonly typed_config: { readonly '@type': typeof HTTP_RBAC_TYPE; readonly rules: RbacRules };
+}

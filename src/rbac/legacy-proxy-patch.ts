@@ -1,0 +1,90 @@
+import type { Operation } from 'fast-json-patch';
+import { z } from 'zod';
+import type { Cidr } from '../acl/cidr.js';
+import { normalizeCidrSet } from '../acl/cidr.js';
+import type { AclRule } from '../acl/provider-config.js';
+import { jsonEqual } from './deep-equal.js';
+import { FILTER_NAMES, networkDenyFilter } from './filter-values.js';
+import { notAdmittedPrincipal } from './principals.js';
+
+const TCP_PROXY = 'envoy.filters.network.tcp_proxy';
+const KUBE_APISERVER_CLUSTER = /^outbound\|443\|\|kube-apiserver\.(shoot-[a-z0-9-]+)\.svc\.cluster\.local$/;
+
+const namedFilter = z.looseObject({ name: z.string(), typed_config: z.looseObject({ cluster: z.string().optional() }).optional() });
+const configPatch = z.looseObject({
+  applyTo: z.string().optional(),
+  match: z.looseObject({ listener: z.looseObject({ portNumber: z.number().optional(), name: z.string().optional() }).optional() }).optional(),
+  patch: z.looseObject({ operation: z.string().optional(), value: z.looseObject({ filters: z.array(z.unknown()).optional() }).optional() }).optional(),
+});
+const envoyFilterShape = z.looseObject({ spec: z.looseObject({ configPatches: z.array(z.unknown()).optional() }).optional() });
+
+/** The ACL of the shoot a legacy chain leads to, as the webhook's cache knows it. */
+export interface LegacyProxyAcl {
+  readonly rule: AclRule;
+  readonly alwaysAllowed: readonly Cidr[];
+  readonly legacyProxyAllowed: readonly Cidr[];
+}
+
+export interface LegacyChainTarget {
+  /** Index into spec.configPatches. */
+  readonly patchIndex: number;
+  readonly technicalID: string;
+}
+
+/**
+ * Gardener's per-shoot chains on the legacy apiserver-proxy port: `FILTER_CHAIN` ADD patches on
+ * that port whose filters end in a tcp_proxy to the shoot's kube-apiserver cluster. The shoot
+ * is read from the cluster the chain forwards to, so the decision follows the real destination.
+ */
+export function findLegacyChains(envoyFilter: unknown, legacyPort: number): LegacyChainTarget[] {
+  const parsed = envoyFilterShape.safeParse(envoyFilter);
+  if (!parsed.success) return [];
+  const targets: LegacyChainTarget[] = [];
+  (parsed.data.spec?.configPatches ?? []).forEach((raw, patchIndex) => {
+    const p = configPatch.safeParse(raw);
+    if (!p.success || p.data.applyTo !== 'FILTER_CHAIN' || p.data.patch?.operation !== 'ADD') return;
+    const listener = p.data.match?.listener;
+    if (listener?.portNumber !== legacyPort && listener?.name !== `0.0.0.0_${legacyPort}`) return;
+    for (const filter of p.data.patch.value?.filters ?? []) {
+      const f = namedFilter.safeParse(filter);
+      if (!f.success || f.data.name !== TCP_PROXY) continue;
+      const id = KUBE_APISERVER_CLUSTER.exec(f.data.typed_config?.cluster ?? '')?.[1];
+      if (id) targets.push({ patchIndex, technicalID: id });
+    }
+  });
+  return targets;
+}
+
+/**
+ * RFC 6902 operations that put the shoot's network RBAC filter first in each of its legacy
+ * chains (or take it out when the shoot has no ACL): one `replace` of each chain's filter list.
+ * Applying them and asking again yields none.
+ */
+export function legacyProxyPatch(
+  envoyFilter: unknown,
+  aclOf: (technicalID: string) => LegacyProxyAcl | undefined,
+  legacyPort: number,
+): Operation[] {
+  const operations: Operation[] = [];
+  const patches = (envoyFilter as { spec: { configPatches: { patch: { value: { filters: unknown[] } } }[] } }).spec?.configPatches;
+  for (const { patchIndex, technicalID } of findLegacyChains(envoyFilter, legacyPort)) {
+    const current = patches[patchIndex]?.patch.value.filters ?? [];
+    const others = current.filter((f) => namedFilter.safeParse(f).data?.name !== FILTER_NAMES.legacyProxy);
+    const acl = aclOf(technicalID);
+    const desired = acl ? [legacyProxyFilter(technicalID, acl), ...others] : others;
+    if (jsonEqual(current, desired)) continue;
+    const path = `/spec/configPatches/${patchIndex}/patch/value/filters`;
+    operations.push({ op: 'replace', path, value: desired });
+  }
+  return operations;
+}
+
+function legacyProxyFilter(technicalID: string, acl: LegacyProxyAcl): unknown {
+  const principal = notAdmittedPrincipal(acl.rule, normalizeCidrSet([...acl.alwaysAllowed, ...acl.legacyProxyAllowed]));
+  // A plain JSON copy: the patch travels as JSON and must not share structure with the caller.
+  return structuredClone(
+    networkDenyFilter(FILTER_NAMES.legacyProxy, 'gardener_acl_legacy_proxy', {
+      [technicalID]: { permissions: [{ any: true }], principals: [principal] },
+    }),
+  );
+}

@@ -1,0 +1,23 @@
+import type { SeedAcl } from '../acl/model.js';
+import { buildCombinedConnectFilters } from './combined-connect-filters.js';
+import type { GeneratedEnvoyFilter } from './envoy-filter-types.js';
+import { buildShootEnvoyFilters } from './shoot-envoy-filters.js';
+
+export interface SeedEnvoyFilters {
+  /** Per technical ID, sorted: what travels in the shoot's ManagedResource. */
+  readonly perShoot: ReadonlyMap<string, readonly GeneratedEnvoyFilter[]>;
+  /** The combined HTTP-CONNECT shards for every gateway namespace, sorted by namespace and name. */
+  readonly combined: readonly GeneratedEnvoyFilter[];
+}
+
+/** The whole seed's EnvoyFilters from its ACL model; pure and deterministic. */
+export function buildSeedEnvoyFilters(seed: SeedAcl): SeedEnvoyFilters {
+  const shoots = [...seed.shoots].sort((a, b) => (a.technicalID < b.technicalID ? -1 : 1));
+  const perShoot = new Map<string, readonly GeneratedEnvoyFilter[]>();
+  for (const shoot of shoots) perShoot.set(shoot.technicalID, buildShootEnvoyFilters(shoot, seed));
+  return { perShoot, combined: buildCombinedConnectFilters({ ...seed, shoots }) };
+}
+
+export function allEnvoyFilters(filters: SeedEnvoyFilters): GeneratedEnvoyFilter[] {
+  return [...[...filters.perShoot.values()].flat(), ...filters.combined];
+}

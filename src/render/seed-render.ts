@@ -1,0 +1,66 @@
+import type { Operation } from 'fast-json-patch';
+import { formatFieldErrors } from '../acl/field-errors.js';
+import { parseOperatorConfig, type OperatorConfig } from '../acl/operator-config.js';
+import { classifyObjects, type SourcedObject } from '../gardener/inventory.js';
+import type { Problem } from '../gardener/problems.js';
+import { seedAclFromInventory } from '../gardener/seed-acl.js';
+import type { GeneratedEnvoyFilter } from '../rbac/envoy-filter-types.js';
+import { legacyProxyPatch } from '../rbac/legacy-proxy-patch.js';
+import { allEnvoyFilters, buildSeedEnvoyFilters } from '../rbac/seed-envoy-filters.js';
+
+/** RFC 6902 operations for one of Gardener's EnvoyFilters, as the mutating webhook would return them. */
+export interface EnvoyFilterPatch {
+  readonly apiVersion: 'acl.gardener.cloud/v1alpha1';
+  readonly kind: 'EnvoyFilterPatch';
+  readonly metadata: { readonly name: string; readonly namespace: string };
+  readonly spec: { readonly type: 'JSONPatch'; readonly operations: readonly Operation[] };
+}
+
+export interface SeedRender {
+  readonly envoyFilters: readonly GeneratedEnvoyFilter[];
+  readonly patches: readonly EnvoyFilterPatch[];
+  readonly problems: readonly Problem[];
+}
+
+/**
+ * The offline pipeline behind `gardener-acl render`: seed objects in, EnvoyFilters and legacy
+ * patches out. `operator` overrides an OperatorConfiguration found among the objects.
+ */
+export function renderSeed(objects: readonly SourcedObject[], operator?: OperatorConfig): SeedRender {
+  const classified = classifyObjects(objects);
+  const problems: Problem[] = [...classified.problems];
+  let config = operator;
+  if (!config) {
+    if (classified.operatorConfigs.length > 1) {
+      problems.push({ severity: 'error', object: classified.operatorConfigs.map((c) => c.source).join(', '), message: 'more than one OperatorConfiguration; give exactly one' });
+    }
+    const raw = classified.operatorConfigs[0];
+    const parsed = parseOperatorConfig(raw?.object);
+    if (!parsed.ok) {
+      problems.push({ severity: 'error', object: `${raw?.source ?? 'operator configuration'}: OperatorConfiguration`, message: formatFieldErrors(parsed.errors) });
+      return { envoyFilters: [], patches: [], problems };
+    }
+    config = parsed.config;
+  }
+  const { seed, problems: seedProblems } = seedAclFromInventory(classified.inventory, config);
+  for (const p of seedProblems) {
+    const source = classified.sources.get(p.object);
+    problems.push(source ? { ...p, object: `${source}: ${p.object}` } : p);
+  }
+  const aclByID = new Map(seed.shoots.map((s) => [s.technicalID, s]));
+  const patches: EnvoyFilterPatch[] = [];
+  const legacyFilters = [...classified.envoyFilters]
+    .filter((f) => f.metadata.name.startsWith('shoot-'))
+    .sort((a, b) => a.metadata.namespace.localeCompare(b.metadata.namespace) || a.metadata.name.localeCompare(b.metadata.name));
+  for (const filter of legacyFilters) {
+    const operations = legacyProxyPatch(filter, (id) => aclByID.get(id), config.legacyProxyPort);
+    if (operations.length === 0) continue;
+    patches.push({
+      apiVersion: 'acl.gardener.cloud/v1alpha1',
+      kind: 'EnvoyFilterPatch',
+      metadata: { name: filter.metadata.name, namespace: filter.metadata.namespace },
+      spec: { type: 'JSONPatch', operations },
+    });
+  }
+  return { envoyFilters: allEnvoyFilters(buildSeedEnvoyFilters(seed)), patches, problems };
+}
