@@ -21,16 +21,25 @@ export function describeValue(value: unknown): string {
   return json.length > 80 ? `${json.slice(0, 77)}...` : json;
 }
 
+const ARTICLE: Readonly<Record<string, string>> = { object: 'an object', array: 'a list', string: 'a string', number: 'a number', boolean: 'a boolean' };
+
 function describeIssue(issue: z.core.$ZodIssue): string {
   switch (issue.code) {
     case 'unrecognized_keys':
       return `unknown field(s) ${issue.keys.map((k) => `"${k}"`).join(', ')}; remove them or check the spelling`;
-    case 'invalid_type':
-      return issue.message;
+    case 'invalid_type': {
+      // Messages given in a schema already say what is wanted; zod's generic ones are rephrased.
+      if (!issue.message.startsWith('Invalid input')) return issue.message;
+      const wanted = `must be ${ARTICLE[issue.expected] ?? issue.expected}`;
+      return issue.input === undefined ? `is required (${wanted.replace('must be ', '')})` : `${wanted}, not ${describeValue(issue.input)}`;
+    }
     default:
       return issue.message;
   }
 }
+
+/** Parse options under which issues carry the offending value. */
+export const REPORT_INPUT = { reportInput: true } as const;
 
 /** Flattens zod issues into field errors whose path starts at `prefix`. */
 export function fieldErrorsFromZod(error: z.ZodError, prefix: string): FieldError[] {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Cidr } from './cidr.js';
 import { cidrStringSchema } from './cidr-schema.js';
-import { fieldErrorsFromZod, type FieldError } from './field-errors.js';
+import { fieldErrorsFromZod, REPORT_INPUT, type FieldError } from './field-errors.js';
 
 const port = z.number().int().min(1).max(65535);
 // RFC 7230 token characters; Envoy compares header names case-insensitively.
@@ -44,7 +44,7 @@ export function defaultOperatorConfig(): OperatorConfig {
 }
 
 export function parseOperatorConfig(raw: unknown, pathPrefix = ''): { ok: true; config: OperatorConfig } | { ok: false; errors: FieldError[] } {
-  const result = operatorConfigSchema.safeParse(raw ?? {});
+  const result = operatorConfigSchema.safeParse(raw ?? {}, REPORT_INPUT);
   if (result.success) return { ok: true, config: result.data };
   return { ok: false, errors: fieldErrorsFromZod(result.error, pathPrefix) };
 }

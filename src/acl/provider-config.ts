@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { normalizeCidrSet, type Cidr } from './cidr.js';
 import { cidrStringSchema } from './cidr-schema.js';
-import { fieldErrorsFromZod, type FieldError } from './field-errors.js';
+import { fieldErrorsFromZod, REPORT_INPUT, type FieldError } from './field-errors.js';
 
 export const ACTIONS = ['ALLOW', 'DENY'] as const;
 export type AclAction = (typeof ACTIONS)[number];
@@ -10,11 +10,15 @@ export type AclAction = (typeof ACTIONS)[number];
 export const PRINCIPAL_TYPES = ['remote_ip', 'direct_remote_ip', 'source_ip'] as const;
 export type PrincipalType = (typeof PRINCIPAL_TYPES)[number];
 
+function oneOf(values: readonly string[]): string {
+  return values.length < 2 ? (values[0] ?? '') : `${values.slice(0, -1).join(', ')} or ${values[values.length - 1]}`;
+}
+
 function caseInsensitiveEnum<const T extends readonly string[]>(values: T, normalise: (s: string) => string, field: string) {
   return z.string({ error: `must be a string, one of ${values.join(', ')}` }).transform((text, ctx): T[number] => {
     const value = normalise(text.trim());
     if ((values as readonly string[]).includes(value)) return value as T[number];
-    ctx.addIssue({ code: 'custom', message: `"${text}" is not a valid ${field}; use ${values.join(' or ')}` });
+    ctx.addIssue({ code: 'custom', message: `"${text}" is not a valid ${field}; use ${oneOf(values)}` });
     return z.NEVER;
   });
 }
@@ -67,7 +71,7 @@ export function parseProviderConfig(raw: unknown, maxCidrs: number, pathPrefix: 
   if (raw === undefined || raw === null) {
     return { ok: false, errors: [{ path: pathPrefix, message: 'is required: add rule with action, type and cidrs' }] };
   }
-  const result = providerConfigSchema(maxCidrs).safeParse(raw);
+  const result = providerConfigSchema(maxCidrs).safeParse(raw, REPORT_INPUT);
   if (result.success) return { ok: true, rule: result.data };
   return { ok: false, errors: fieldErrorsFromZod(result.error, pathPrefix) };
 }

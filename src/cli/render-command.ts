@@ -1,9 +1,9 @@
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { stringify } from 'yaml';
 import { z } from 'zod';
 import { formatProblem } from '../gardener/problems.js';
 import { renderSeed } from '../render/seed-render.js';
+import { toYamlDocuments } from '../render/yaml-documents.js';
 import { loadDocuments } from './load-documents.js';
 
 /** The seed rendered when no path is given (shipped with the project). */
@@ -60,6 +60,6 @@ export async function renderCommand(argv: readonly string[], io: CommandIO): Pro
   }
   const items = [...result.envoyFilters, ...result.patches];
   if (args.data.output === 'json') io.stdout(`${JSON.stringify({ apiVersion: 'v1', kind: 'List', items }, null, 2)}\n`);
-  else io.stdout(items.map((item) => stringify(item, { lineWidth: 0, aliasDuplicateObjects: false })).join('---\n'));
+  else io.stdout(toYamlDocuments(items));
   return 0;
 }

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { fieldErrorsFromZod, formatFieldErrors } from '../acl/field-errors.js';
+import { fieldErrorsFromZod, formatFieldErrors, REPORT_INPUT } from '../acl/field-errors.js';
 import {
   clusterSchema,
   configMapSchema,
@@ -60,7 +60,7 @@ export function classifyObjects(objects: readonly SourcedObject[]): ClassifiedOb
       operatorConfigs.push({ object, source });
       continue;
     }
-    const meta = typeMetaSchema.safeParse(object);
+    const meta = typeMetaSchema.safeParse(object, REPORT_INPUT);
     if (!meta.success) {
       problems.push({ severity: 'error', object: source, message: `not a Kubernetes object: ${formatFieldErrors(fieldErrorsFromZod(meta.error, ''))}` });
       continue;
@@ -74,7 +74,7 @@ export function classifyObjects(objects: readonly SourcedObject[]): ClassifiedOb
       continue;
     }
     seen.set(ref, source);
-    const parsed = SCHEMAS[kind].safeParse(object);
+    const parsed = SCHEMAS[kind].safeParse(object, REPORT_INPUT);
     if (!parsed.success) {
       problems.push({ severity: 'error', object: `${source}: ${ref}`, message: formatFieldErrors(fieldErrorsFromZod(parsed.error, '')) });
       continue;

@@ -5,7 +5,6 @@ export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
 export const MANAGED_BY = 'gardener-acl';
 export const SHOOT_LABEL = 'acl.gardener.cloud/shoot';
 export const ROLE_LABEL = 'acl.gardener.cloud/role';
-export const SHARD_ANNOTATION = 'acl.gardener.cloud/shard';
 
 export type ListenerMatch = {
   readonly portNumber: number;

@@ -66,8 +66,11 @@ export function legacyProxyPatch(
   legacyPort: number,
 ): Operation[] {
   const operations: Operation[] = [];
-  const patches = (envoyFilter as { spec: { configPatches: { patch: { value: { filters: unknown[] } } }[] } }).spec?.configPatches;
-  for (const { patchIndex, technicalID } of findLegacyChains(envoyFilter, legacyPort)) {
+  const targets = findLegacyChains(envoyFilter, legacyPort);
+  if (targets.length === 0) return operations;
+  // findLegacyChains only returns targets inside a well-formed spec.configPatches.
+  const patches = (envoyFilter as { spec: { configPatches: { patch: { value: { filters: unknown[] } } }[] } }).spec.configPatches;
+  for (const { patchIndex, technicalID } of targets) {
     const current = patches[patchIndex]?.patch.value.filters ?? [];
     const others = current.filter((f) => namedFilter.safeParse(f).data?.name !== FILTER_NAMES.legacyProxy);
     const acl = aclOf(technicalID);

@@ -1,11 +1,29 @@
-/** FNV-1a (32 bit): a fixed, dependency-free hash so shard assignment never changes between runs. */
-export function fnv1a32(text: string): number {
-  let hash = 0x811c9dc5;
+const MASK64 = (1n << 64n) - 1n;
+
+/** FNV-1a (64 bit): a fixed, dependency-free hash so shard assignment never changes between runs. */
+export function fnv1a64(text: string): bigint {
+  let hash = 0xcbf29ce484222325n;
   for (let i = 0; i < text.length; i++) {
-    hash ^= text.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193) >>> 0;
+    hash ^= BigInt(text.charCodeAt(i));
+    hash = (hash * 0x100000001b3n) & MASK64;
   }
-  return hash >>> 0;
+  return hash;
+}
+
+/**
+ * Jump consistent hash (Lamping and Veach, 2014): maps a key to one of `buckets` buckets so that
+ * going from n to n+1 buckets moves only about 1/(n+1) of the keys.
+ */
+export function jumpHash(key: bigint, buckets: number): number {
+  let b = -1;
+  let j = 0;
+  let k = key;
+  while (j < buckets) {
+    b = j;
+    k = (k * 2862933555777941757n + 1n) & MASK64;
+    j = Math.floor((b + 1) * (2 ** 31 / Number((k >> 33n) + 1n)));
+  }
+  return b;
 }
 
 export interface Sized<T> {
@@ -17,20 +35,28 @@ export interface Sized<T> {
 export const MAX_SHARDS = 4096;
 
 /**
- * Splits items into 2^k buckets by hash(key) mod 2^k, with the smallest k whose buckets all fit
- * `fits`. A change to one item touches one bucket; only crossing a size threshold doubles the
- * count (and then each bucket splits in two, keeping the rest of the layout). Buckets are in index
- * order, items in key order. An empty input yields no buckets.
+ * Splits items into jump-hash buckets that each stay within `budget` bytes, starting from the
+ * least count that could fit and growing by about 5% per try. A change to
+ * one item touches one bucket; when the count has to grow by one, only ~1/n of the items move.
+ * Buckets are in index order, items in key order; empty input yields no buckets.
  */
-export function shardByHash<T>(items: readonly Sized<T>[], fits: (bytes: number, count: number) => boolean): Sized<T>[][] {
+export function shardByHash<T>(items: readonly Sized<T>[], budget: number): Sized<T>[][] {
   if (items.length === 0) return [];
   const sorted = [...items].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  const hashes = sorted.map((item) => fnv1a32(item.key));
-  for (let count = 1; count <= MAX_SHARDS; count *= 2) {
-    const buckets: Sized<T>[][] = Array.from({ length: count }, () => []);
-    sorted.forEach((item, i) => buckets[(hashes[i] as number) % count]?.push(item));
-    if (buckets.every((bucket) => fits(bucket.reduce((sum, item) => sum + item.bytes, 0), count))) return buckets;
-  }
   const largest = sorted.reduce((max, item) => (item.bytes > max.bytes ? item : max));
-  throw new Error(`cannot shard: "${largest.key}" alone needs ${largest.bytes} bytes, more than one object may hold`);
+  if (largest.bytes > budget) throw new Error(`cannot shard: "${largest.key}" alone needs ${largest.bytes} bytes, more than the ${budget} one object may hold`);
+  const hashes = sorted.map((item) => fnv1a64(item.key));
+  const total = sorted.reduce((sum, item) => sum + item.bytes, 0);
+  // Grow by ~5% per step: a few more shards at most, but few passes over large seeds.
+  for (let count = Math.max(1, Math.ceil(total / budget)); count <= MAX_SHARDS; count = Math.max(count + 1, Math.ceil(count * 1.05))) {
+    const buckets: Sized<T>[][] = Array.from({ length: count }, () => []);
+    const bytes = new Array<number>(count).fill(0);
+    sorted.forEach((item, i) => {
+      const b = jumpHash(hashes[i] as bigint, count);
+      buckets[b]?.push(item);
+      bytes[b] = (bytes[b] ?? 0) + item.bytes;
+    });
+    if (bytes.every((b) => b <= budget)) return buckets;
+  }
+  throw new Error(`cannot shard ${items.length} items of ${total} bytes into ${MAX_SHARDS} objects of ${budget} bytes`);
 }

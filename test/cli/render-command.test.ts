@@ -1,0 +1,107 @@
+// `gardener-acl render` as a process: exit codes, stdout and the exact error text.
+import { execFile } from 'node:child_process';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const run = promisify(execFile);
+
+async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli/main.ts'), ...args], { cwd: ROOT, maxBuffer: 64 << 20 });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+async function seedDir(files: Record<string, string>): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'gardener-acl-render-'));
+  for (const [name, text] of Object.entries(files)) await writeFile(path.join(dir, name), text);
+  return dir;
+}
+
+const CLUSTER = `apiVersion: extensions.gardener.cloud/v1alpha1
+kind: Cluster
+metadata: {name: shoot--p--a}
+spec:
+  seed: {spec: {networks: {nodes: 10.250.0.0/16}}}
+  shoot: {metadata: {name: a}, spec: {provider: {workers: []}}, status: {technicalID: shoot--p--a}}
+`;
+const GATEWAY = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: istio-ingressgateway, namespace: istio-ingress}
+spec: {selector: {matchLabels: {app: istio-ingressgateway}}}
+`;
+const extension = (rule: string) => `apiVersion: extensions.gardener.cloud/v1alpha1
+kind: Extension
+metadata: {name: acl, namespace: shoot--p--a}
+spec: {type: acl, providerConfig: {rule: ${rule}}}
+`;
+
+describe('gardener-acl render', () => {
+  it('renders the embedded example seed as valid YAML when no path is given', async () => {
+    const { code, stdout } = await cli('render');
+    expect(code).toBe(0);
+    const docs = parseAllDocuments(stdout);
+    expect(docs.every((d) => d.errors.length === 0)).toBe(true);
+    const kinds = docs.map((d) => (d.toJS() as { kind: string }).kind);
+    expect(kinds.filter((k) => k === 'EnvoyFilter').length).toBeGreaterThanOrEqual(6);
+    expect(kinds).toContain('EnvoyFilterPatch');
+  });
+
+  it('prints a JSON List with --output json', async () => {
+    const dir = await seedDir({ 'seed.yaml': [CLUSTER, GATEWAY, extension('{action: ALLOW, type: remote_ip, cidrs: [203.0.113.0/24]}')].join('---\n') });
+    const { code, stdout } = await cli('render', '--output', 'json', dir);
+    expect(code).toBe(0);
+    const list = JSON.parse(stdout) as { kind: string; items: { metadata: { name: string } }[] };
+    expect(list.kind).toBe('List');
+    expect(list.items.map((i) => i.metadata.name)).toEqual(['acl-connect-8132-000', 'acl-connect-8443-000']);
+  });
+
+  it('exits 2 naming file, object and field for an invalid rule', async () => {
+    const dir = await seedDir({ 'seed.yaml': [CLUSTER, GATEWAY, extension('{action: ALLOW, type: remote_ip, cidrs: [10.0.0.0/8, 10.0.0.300/8]}')].join('---\n') });
+    const { code, stdout, stderr } = await cli('render', dir);
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr).toContain(
+      `error: ${path.join(dir, 'seed.yaml')} (document 3): Extension shoot--p--a/acl: spec.providerConfig.rule.cidrs[1]: "10.0.0.300/8" is not a valid CIDR ("10.0.0.300" is not an IPv4 address); write a range like 203.0.113.0/24 or 2001:db8::/48`,
+    );
+    expect(stderr).toContain('gardener-acl render: 1 error(s); nothing printed');
+  });
+
+  it('exits 2 for broken YAML, objects that are not Kubernetes objects, and bad seed data', async () => {
+    const dir = await seedDir({
+      'a-broken.yaml': 'kind: [unclosed\n',
+      'b-not-object.yaml': '- just\n- a list\n',
+      'c-seed.yaml': [CLUSTER.replace('10.250.0.0/16', '10.250.0.0/99'), GATEWAY, extension('{action: ALLOW, type: remote_ip, cidrs: [203.0.113.0/24]}')].join('---\n'),
+    });
+    const { code, stderr } = await cli('render', dir);
+    expect(code).toBe(2);
+    expect(stderr).toContain(`error: ${path.join(dir, 'a-broken.yaml')} (document 1): invalid YAML:`);
+    expect(stderr).toContain(`error: ${path.join(dir, 'b-not-object.yaml')} (document 1): not a Kubernetes object: must be an object, not ["just","a list"]`);
+    expect(stderr).toContain(
+      `error: ${path.join(dir, 'c-seed.yaml')} (document 1): Cluster shoot--p--a: spec.seed.spec.networks.nodes: "10.250.0.0/99" is not a valid CIDR (prefix length "99" must be a number from 0 to 32)`,
+    );
+  });
+
+  it('exits 2 for a missing Cluster, a missing path and a bad flag', async () => {
+    const dir = await seedDir({ 'seed.yaml': [GATEWAY, extension('{action: ALLOW, type: remote_ip, cidrs: [203.0.113.0/24]}')].join('---\n') });
+    expect((await cli('render', dir)).stderr).toContain(
+      `Extension shoot--p--a/acl: Cluster "shoot--p--a" not found; Gardener writes it before the Extension, so the seed inputs are incomplete`,
+    );
+    const missing = await cli('render', path.join(dir, 'nope'));
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain(`error: ${path.join(dir, 'nope')}: cannot read: ENOENT`);
+    const flag = await cli('render', '--output', 'xml');
+    expect(flag.code).toBe(2);
+    expect(flag.stderr).toContain('--output must be yaml or json, not "xml"');
+    expect((await cli('frobnicate')).code).toBe(2);
+  });
+});

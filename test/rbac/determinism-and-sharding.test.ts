@@ -1,0 +1,90 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { buildSeedEnvoyFilters, allEnvoyFilters } from '../../src/rbac/seed-envoy-filters.js';
+import { fnv1a64, jumpHash, shardByHash } from '../../src/rbac/sharding.js';
+import { Decider, vpn } from '../support/decide.js';
+import { DEFAULT_GATEWAY, ZONAL_GATEWAY, testSeed, type TestShoot } from '../support/test-seed.js';
+
+function manyShoots(count: number, cidrsPerShoot: number, salt = 0): TestShoot[] {
+  return Array.from({ length: count }, (_, i) => ({
+    id: `shoot--proj${i % 37}--s${i}`,
+    rule: {
+      action: i % 5 === 0 ? 'DENY' : 'ALLOW',
+      type: 'remote_ip',
+      cidrs: Array.from({ length: cidrsPerShoot }, (_, j) => (j % 4 === 3 ? `2001:db8:${(i + salt) % 65536}:${j}::/64` : `${(i * 7 + j + salt) % 224}.${j}.${i % 256}.0/24`)),
+    },
+    always: ['10.250.0.0/16', `10.${i % 256}.0.0/24`],
+  }));
+}
+
+function render(shoots: TestShoot[], maxObjectBytes?: number): string {
+  const { seed } = testSeed(shoots, { gateways: [DEFAULT_GATEWAY, ZONAL_GATEWAY], operator: maxObjectBytes ? { maxObjectBytes } : {} });
+  return allEnvoyFilters(buildSeedEnvoyFilters(seed)).map((f) => stringify(f)).join('---\n');
+}
+
+describe('deterministic output', () => {
+  it('the order of shoots, CIDRs and headers in the input does not change a byte', () => {
+    const shoots = manyShoots(40, 5);
+    const reference = render(shoots);
+    fc.assert(
+      fc.property(fc.shuffledSubarray(shoots, { minLength: shoots.length }), fc.integer(), (shuffled, seed) => {
+        const withShuffledCidrs = shuffled.map((s, i) => ({ ...s, rule: s.rule && { ...s.rule, cidrs: [...s.rule.cidrs].sort(() => ((seed ^ i) & 1 ? 1 : -1)) } }));
+        expect(render(withShuffledCidrs)).toBe(reference);
+      }),
+      { numRuns: 20 },
+    );
+  });
+});
+
+describe('sharding of the combined CONNECT filters', () => {
+  it('keeps every object under the size budget and every shoot in exactly one shard per gateway', () => {
+    const shoots = manyShoots(600, 50);
+    const { seed } = testSeed(shoots, { operator: { maxObjectBytes: 200 * 1024 } });
+    const { combined } = buildSeedEnvoyFilters(seed);
+    expect(combined.length).toBeGreaterThan(1);
+    for (const f of combined) expect(JSON.stringify(f).length).toBeLessThanOrEqual(200 * 1024);
+    for (const port of seed.operator.protectedPorts) {
+      const ids = combined.filter((f) => f.metadata.name.startsWith(`acl-connect-${port}-`)).flatMap((f) => Object.keys(f.spec.configPatches[0]?.patch.value.typed_config.rules.policies ?? {}));
+      expect(ids.sort()).toEqual(shoots.map((s) => s.id).sort());
+    }
+  });
+
+  it('a change to one shoot rewrites only its own shard', () => {
+    const shoots = manyShoots(600, 50);
+    const before = buildSeedEnvoyFilters(testSeed(shoots, { operator: { maxObjectBytes: 200 * 1024 } }).seed).combined;
+    const changed = shoots.map((s, i) => (i === 123 && s.rule ? { ...s, rule: { ...s.rule, cidrs: ['192.0.2.0/24'] } } : s));
+    const after = buildSeedEnvoyFilters(testSeed(changed, { operator: { maxObjectBytes: 200 * 1024 } }).seed).combined;
+    expect(after.map((f) => f.metadata.name)).toEqual(before.map((f) => f.metadata.name));
+    const differing = after.filter((f, i) => JSON.stringify(f) !== JSON.stringify(before[i])).map((f) => f.metadata.name);
+    // The same shard index on each protected port.
+    expect(differing).toHaveLength(2);
+    expect(differing[0]?.slice(-3)).toBe(differing[1]?.slice(-3));
+  });
+
+  it('sharded filters still enforce every shoot', () => {
+    const shoots = manyShoots(300, 20);
+    const d = new Decider(testSeed(shoots, { operator: { maxObjectBytes: 64 * 1024 } }).seed);
+    expect(d.filters.filter((f) => f.metadata.name.startsWith('acl-connect-')).length).toBeGreaterThan(4);
+    for (const s of shoots.slice(0, 30)) {
+      const inRule = s.rule?.cidrs[0]?.replace(/0\/24$/, '9') ?? '';
+      expect(d.connect([['X-Gardener-Destination', vpn(s.id)]], inRule), s.id).toBe(s.rule?.action === 'ALLOW');
+    }
+  });
+
+  it('uses fixed hashes, few buckets that all fit, and moves few keys when the count grows', () => {
+    expect(fnv1a64('')).toBe(0xcbf29ce484222325n);
+    expect(fnv1a64('a')).toBe(0xaf63dc4c8601ec8cn);
+    const items = Array.from({ length: 64 }, (_, i) => ({ key: `k${i}`, bytes: 10, item: i }));
+    expect(shardByHash(items, 10_000)).toHaveLength(1);
+    const sharded = shardByHash(items, 100);
+    expect(sharded.length).toBeGreaterThanOrEqual(7);
+    expect(sharded.flat().length).toBe(64);
+    for (const bucket of sharded) expect(bucket.reduce((s, x) => s + x.bytes, 0)).toBeLessThanOrEqual(100);
+    expect(() => shardByHash([{ key: 'huge', bytes: 1000, item: 0 }], 10)).toThrow(/"huge" alone needs 1000 bytes/);
+    const keys = Array.from({ length: 10_000 }, (_, i) => fnv1a64(`shoot--p--s${i}`));
+    const moved = keys.filter((k) => jumpHash(k, 100) !== jumpHash(k, 101)).length;
+    expect(moved / keys.length).toBeLessThan(0.02);
+    expect(keys.every((k) => jumpHash(k, 101) < 101)).toBe(true);
+  });
+});
