@@ -17,8 +17,12 @@ const HCM = 'envoy.filters.network.http_connection_manager';
 // Room for metadata, selector and patch scaffolding around the policies of one shard.
 const OBJECT_OVERHEAD_BYTES = 4096;
 
+function shardSuffix(port: number, shard: number): string {
+  return `${port}-${String(shard).padStart(3, '0')}`;
+}
+
 export function connectFilterName(port: number, shard: number): string {
-  return `${CONNECT_FILTER_PREFIX}${port}-${String(shard).padStart(3, '0')}`;
+  return `${CONNECT_FILTER_PREFIX}${shardSuffix(port, shard)}`;
 }
 
 function connectPatch(port: number, filterName: string, policies: Record<string, Policy>): ConfigPatch {
@@ -63,7 +67,7 @@ export function buildCombinedConnectFilters(seed: SeedAcl): GeneratedEnvoyFilter
             namespace: gateway.namespace,
             labels: { [MANAGED_BY_LABEL]: MANAGED_BY, [ROLE_LABEL]: 'connect' },
           },
-          spec: { workloadSelector: { labels: gateway.selector }, configPatches: [connectPatch(port, `gardener-${name}`, policies)] },
+          spec: { workloadSelector: { labels: gateway.selector }, configPatches: [connectPatch(port, `${FILTER_NAMES.connect}-${shardSuffix(port, index)}`, policies)] },
         };
       }),
     ),

