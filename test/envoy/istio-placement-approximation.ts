@@ -1,0 +1,394 @@
+// An APPROXIMATION of how istiod applies EnvoyFilter patches to a gateway's listeners, for the
+// subset of the API that gardener-acl and Gardener use. It mirrors
+// istio/istio pilot/pkg/networking/core/envoyfilter/listener_patch.go and PushContext.EnvoyFilters:
+//
+// - selection: EnvoyFilters in the gateway's namespace or Istio's root namespace whose
+//   `workloadSelector.labels` are a subset of the gateway's labels (`targetRefs` never match);
+// - order: priority, then root namespace first, then creationTimestamp, then `name.namespace`;
+//   all patches of one `applyTo` kind run in that order;
+// - per listener and filter chain: FILTER_CHAIN REMOVE, then NETWORK_FILTER operations, then per
+//   network filter its MERGEs and, inside every HCM, the HTTP_FILTER operations and MERGEs;
+//   FILTER_CHAIN ADDs are appended last, so no patch ever sees an added chain (istio#41536).
+//
+// It is not Istio: patch values are JSON merged without the proto schema (no oneof clearing, maps
+// merged like messages). Anything outside the subset (other applyTo kinds, LISTENER patches,
+// match.proxy, filterClass, FILTER_CHAIN MERGE, ...) throws instead of being silently ignored.
+// A later suite renders the same objects with Istio's own code.
+
+import { z } from 'zod';
+import type { GatewayListener, GatewayModel } from './gardener-gateway.js';
+import { FILTER_NAME } from './gardener-shapes.js';
+import {
+  cloneJson,
+  fieldKey,
+  getField,
+  getObject,
+  getObjectList,
+  getString,
+  isJsonObject,
+  snakeCase,
+  type JsonObject,
+} from './json.js';
+
+export const ISTIO_ROOT_NAMESPACE = 'istio-system';
+
+const jsonObjectSchema = z.record(z.string(), z.json());
+
+const listenerMatchSchema = z.strictObject({
+  portNumber: z.number().int().positive().optional(),
+  name: z.string().optional(),
+  filterChain: z
+    .strictObject({
+      name: z.string().optional(),
+      sni: z.string().optional(),
+      transportProtocol: z.string().optional(),
+      applicationProtocols: z.string().optional(),
+      destinationPort: z.number().int().positive().optional(),
+      filter: z
+        .strictObject({
+          name: z.string().default(''),
+          subFilter: z.strictObject({ name: z.string().default('') }).optional(),
+        })
+        .optional(),
+    })
+    .optional(),
+});
+
+const operationSchema = z.enum(['MERGE', 'ADD', 'REMOVE', 'INSERT_BEFORE', 'INSERT_AFTER', 'INSERT_FIRST', 'REPLACE']);
+
+const configPatchSchema = z
+  .strictObject({
+    applyTo: z.enum(['FILTER_CHAIN', 'NETWORK_FILTER', 'HTTP_FILTER']),
+    match: z
+      .strictObject({
+        context: z.enum(['ANY', 'SIDECAR_INBOUND', 'SIDECAR_OUTBOUND', 'GATEWAY']).default('ANY'),
+        listener: listenerMatchSchema.optional(),
+      })
+      .optional(),
+    patch: z.strictObject({ operation: operationSchema, value: jsonObjectSchema.optional() }),
+  })
+  .refine((p) => !(p.applyTo === 'FILTER_CHAIN' && !['ADD', 'REMOVE'].includes(p.patch.operation)), {
+    message: 'the approximation supports FILTER_CHAIN ADD and REMOVE only',
+  });
+
+const envoyFilterSchema = z.object({
+  apiVersion: z.string().startsWith('networking.istio.io/'),
+  kind: z.literal('EnvoyFilter'),
+  metadata: z.object({
+    name: z.string().min(1),
+    namespace: z.string().optional(),
+    creationTimestamp: z.string().optional(),
+  }),
+  spec: z.strictObject({
+    workloadSelector: z.strictObject({ labels: z.record(z.string(), z.string()).default({}) }).optional(),
+    targetRefs: z.array(z.unknown()).optional(),
+    priority: z.number().int().default(0),
+    configPatches: z.array(configPatchSchema).default([]),
+  }),
+});
+
+type ConfigPatch = z.infer<typeof configPatchSchema>;
+type ParsedEnvoyFilter = z.infer<typeof envoyFilterSchema>;
+type Operation = z.infer<typeof operationSchema>;
+
+export interface PatchReport {
+  /** `namespace/name` of the EnvoyFilter. */
+  envoyFilter: string;
+  patchIndex: number;
+  applyTo: ConfigPatch['applyTo'];
+  operation: Operation;
+  /** How many times the patch changed something (0 = silent no-op, as in Istio). */
+  applications: number;
+}
+
+export interface PlacementResult {
+  /** The gateway with patched listeners (the input is not modified). */
+  gateway: GatewayModel;
+  /** One entry per selected patch, in application order. */
+  patches: PatchReport[];
+  /** `namespace/name` of EnvoyFilters that do not select this gateway. */
+  notSelected: string[];
+}
+
+interface OrderedPatch {
+  patch: ConfigPatch;
+  report: PatchReport;
+}
+
+function parseEnvoyFilter(object: unknown, index: number): ParsedEnvoyFilter {
+  // Judge the object as the API server would store it: undefined fields dropped, dates as strings.
+  const serialized: unknown = object === undefined ? undefined : JSON.parse(JSON.stringify(object));
+  const parsed = envoyFilterSchema.safeParse(serialized);
+  if (!parsed.success) {
+    throw new Error(`EnvoyFilter #${index} is outside what the Istio approximation handles: ${z.prettifyError(parsed.error)}`);
+  }
+  return parsed.data;
+}
+
+function creationTime(filter: ParsedEnvoyFilter): number {
+  const timestamp = filter.metadata.creationTimestamp;
+  if (timestamp === undefined) return 0;
+  const time = Date.parse(timestamp);
+  if (Number.isNaN(time)) throw new Error(`EnvoyFilter ${filter.metadata.name}: unparsable creationTimestamp ${timestamp}`);
+  return time;
+}
+
+function selects(filter: ParsedEnvoyFilter, namespace: string, gateway: GatewayModel, rootNamespace: string): boolean {
+  if (namespace !== gateway.namespace && namespace !== rootNamespace) return false;
+  if (filter.spec.targetRefs !== undefined) return false;
+  const selector = filter.spec.workloadSelector?.labels ?? {};
+  return Object.entries(selector).every(([key, value]) => gateway.labels[key] === value);
+}
+
+function orderedPatches(
+  gateway: GatewayModel,
+  objects: readonly unknown[],
+  rootNamespace: string,
+): { patches: OrderedPatch[]; notSelected: string[] } {
+  const selected: Array<{ filter: ParsedEnvoyFilter; namespace: string }> = [];
+  const notSelected: string[] = [];
+  objects.forEach((object, index) => {
+    const filter = parseEnvoyFilter(object, index);
+    const namespace = filter.metadata.namespace ?? gateway.namespace;
+    if (selects(filter, namespace, gateway, rootNamespace)) selected.push({ filter, namespace });
+    else notSelected.push(`${namespace}/${filter.metadata.name}`);
+  });
+  selected.sort((a, b) => {
+    if (a.filter.spec.priority !== b.filter.spec.priority) return a.filter.spec.priority - b.filter.spec.priority;
+    if (a.namespace !== b.namespace && (a.namespace === rootNamespace || b.namespace === rootNamespace)) {
+      return a.namespace === rootNamespace ? -1 : 1;
+    }
+    const byTime = creationTime(a.filter) - creationTime(b.filter);
+    if (byTime !== 0) return byTime;
+    const aKey = `${a.filter.metadata.name}.${a.namespace}`;
+    const bKey = `${b.filter.metadata.name}.${b.namespace}`;
+    return aKey < bKey ? -1 : aKey > bKey ? 1 : 0;
+  });
+  const patches = selected.flatMap(({ filter, namespace }) =>
+    filter.spec.configPatches.map((patch, patchIndex) => ({
+      patch,
+      report: {
+        envoyFilter: `${namespace}/${filter.metadata.name}`,
+        patchIndex,
+        applyTo: patch.applyTo,
+        operation: patch.patch.operation,
+        applications: 0,
+      },
+    })),
+  );
+  return { patches, notSelected };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Matching (listener_patch.go: commonConditionMatch, listenerMatch, filterChainMatch, ...)
+
+function contextMatches(patch: ConfigPatch): boolean {
+  const context = patch.match?.context ?? 'ANY';
+  return context === 'GATEWAY' || context === 'ANY';
+}
+
+function listenerMatches(listener: GatewayListener, patch: ConfigPatch): boolean {
+  const match = patch.match?.listener;
+  if (match === undefined) return true;
+  if (match.name !== undefined && match.name !== '' && match.name !== getString(listener.config, 'name')) return false;
+  return match.portNumber === undefined || match.portNumber === listener.logicalPort;
+}
+
+function filterChainMatches(chain: JsonObject, patch: ConfigPatch): boolean {
+  const match = patch.match?.listener?.filterChain;
+  if (match === undefined) return true;
+  const chainMatch = getObject(chain, 'filter_chain_match');
+  if (match.name !== undefined && match.name !== '' && match.name !== getString(chain, 'name')) return false;
+  if (match.sni !== undefined && match.sni !== '') {
+    const serverNames = chainMatch === undefined ? [] : getField(chainMatch, 'server_names');
+    if (!Array.isArray(serverNames) || !serverNames.includes(match.sni)) return false;
+  }
+  if (match.transportProtocol !== undefined && match.transportProtocol !== '') {
+    if (chainMatch === undefined || getString(chainMatch, 'transport_protocol') !== match.transportProtocol) return false;
+  }
+  if (match.applicationProtocols !== undefined && match.applicationProtocols !== '') {
+    const present = chainMatch === undefined ? undefined : getField(chainMatch, 'application_protocols');
+    if (!Array.isArray(present) || !match.applicationProtocols.split(',').every((p) => present.includes(p))) return false;
+  }
+  if (match.destinationPort !== undefined) {
+    const port = chainMatch === undefined ? undefined : getField(chainMatch, 'destination_port');
+    if (port !== match.destinationPort) return false;
+  }
+  return true;
+}
+
+/** The network filter name a patch anchors on, or undefined if it has no `filterChain.filter`. */
+function networkFilterAnchor(patch: ConfigPatch): string | undefined {
+  return patch.match?.listener?.filterChain?.filter?.name;
+}
+
+/** The HTTP filter name a patch anchors on, or undefined if it has no `filter.subFilter`. */
+function httpFilterAnchor(patch: ConfigPatch): string | undefined {
+  return patch.match?.listener?.filterChain?.filter?.subFilter?.name;
+}
+
+function nameMatches(entry: JsonObject, anchor: string | undefined): boolean {
+  return anchor === undefined || getString(entry, 'name') === anchor;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Operations on filter lists (same semantics for network and HTTP filters)
+
+function patchValue(patch: ConfigPatch): JsonObject {
+  if (patch.patch.value === undefined) throw new Error(`${patch.applyTo} ${patch.patch.operation} needs patch.value`);
+  return cloneJson(patch.patch.value);
+}
+
+/** Applies a list operation (not MERGE); returns the new list and whether it changed. */
+function applyListOperation(list: JsonObject[], patch: ConfigPatch, anchor: string | undefined): [JsonObject[], boolean] {
+  const index = anchor === undefined ? -1 : list.findIndex((entry) => getString(entry, 'name') === anchor);
+  switch (patch.patch.operation) {
+    case 'ADD':
+      return [[...list, patchValue(patch)], true];
+    case 'INSERT_FIRST':
+      return [[patchValue(patch), ...list], true];
+    case 'INSERT_BEFORE':
+      // Without an anchor Istio prepends; with an anchor that is absent, nothing happens.
+      if (anchor === undefined) return [[patchValue(patch), ...list], true];
+      return index < 0 ? [list, false] : [[...list.slice(0, index), patchValue(patch), ...list.slice(index)], true];
+    case 'INSERT_AFTER':
+      if (anchor === undefined) return [[...list, patchValue(patch)], true];
+      return index < 0 ? [list, false] : [[...list.slice(0, index + 1), patchValue(patch), ...list.slice(index + 1)], true];
+    case 'REPLACE':
+      return index < 0 ? [list, false] : [[...list.slice(0, index), patchValue(patch), ...list.slice(index + 1)], true];
+    case 'REMOVE': {
+      if (anchor === undefined) return [list, false];
+      const kept = list.filter((entry) => getString(entry, 'name') !== anchor);
+      return [kept, kept.length !== list.length];
+    }
+    case 'MERGE':
+      return [list, false];
+  }
+}
+
+/** proto.Merge, approximated on JSON: messages merge recursively, lists append, scalars replace. */
+function mergeJson(target: JsonObject, source: JsonObject): void {
+  for (const [sourceKey, value] of Object.entries(source)) {
+    const snake = snakeCase(sourceKey);
+    const existingKey = [sourceKey, fieldKey(target, snake)].find((key) => key in target);
+    const key = existingKey ?? sourceKey;
+    const existing = target[key];
+    if (isJsonObject(existing) && isJsonObject(value)) mergeJson(existing, value);
+    else if (Array.isArray(existing) && Array.isArray(value)) target[key] = [...existing, ...cloneJson(value)];
+    else target[key] = cloneJson(value);
+  }
+}
+
+/**
+ * MERGE of a filter (network or HTTP): only if the existing filter has a typed_config; the patch
+ * may rename the filter; its typed_config is merged as if it had the existing filter's type URL.
+ */
+function mergeFilter(filter: JsonObject, patch: ConfigPatch): boolean {
+  const existingConfig = getObject(filter, 'typed_config');
+  if (existingConfig === undefined) return false;
+  const value = patchValue(patch);
+  const name = getString(value, 'name');
+  if (name !== undefined && name !== '') filter['name'] = name;
+  const patchConfig = getObject(value, 'typed_config');
+  if (patchConfig !== undefined) {
+    const { ['@type']: _ignoredTypeUrl, ...fields } = patchConfig;
+    mergeJson(existingConfig, fields);
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Walking a listener
+
+class ListenerPatcher {
+  constructor(
+    private readonly byKind: Readonly<Record<ConfigPatch['applyTo'], OrderedPatch[]>>,
+    private readonly listener: GatewayListener,
+  ) {}
+
+  private appliesToChain(entry: OrderedPatch, chain: JsonObject): boolean {
+    return contextMatches(entry.patch) && listenerMatches(this.listener, entry.patch) && filterChainMatches(chain, entry.patch);
+  }
+
+  patch(): GatewayListener {
+    const config = cloneJson(this.listener.config);
+    const chains = getObjectList(config, 'filter_chains').filter((chain) => this.patchChain(chain));
+    const defaultChain = getObject(config, 'default_filter_chain');
+    if (defaultChain !== undefined && !this.patchChain(defaultChain)) delete config[fieldKey(config, 'default_filter_chain')];
+    for (const entry of this.byKind.FILTER_CHAIN) {
+      if (entry.patch.patch.operation !== 'ADD') continue;
+      if (!contextMatches(entry.patch) || !listenerMatches(this.listener, entry.patch)) continue;
+      chains.push(patchValue(entry.patch));
+      entry.report.applications += 1;
+    }
+    config[fieldKey(config, 'filter_chains')] = chains;
+    return { logicalPort: this.listener.logicalPort, config };
+  }
+
+  /** Patches one chain in place; false if a FILTER_CHAIN REMOVE dropped it. */
+  private patchChain(chain: JsonObject): boolean {
+    for (const entry of this.byKind.FILTER_CHAIN) {
+      if (entry.patch.patch.operation === 'REMOVE' && this.appliesToChain(entry, chain)) {
+        entry.report.applications += 1;
+        return false;
+      }
+    }
+    const filtersKey = fieldKey(chain, 'filters');
+    let filters = getObjectList(chain, 'filters');
+    for (const entry of this.byKind.NETWORK_FILTER) {
+      if (!this.appliesToChain(entry, chain)) continue;
+      const [next, changed] = applyListOperation(filters, entry.patch, networkFilterAnchor(entry.patch));
+      filters = next;
+      if (changed) entry.report.applications += 1;
+    }
+    chain[filtersKey] = filters;
+    for (const filter of filters) this.patchNetworkFilter(chain, filter);
+    return true;
+  }
+
+  private patchNetworkFilter(chain: JsonObject, filter: JsonObject): void {
+    for (const entry of this.byKind.NETWORK_FILTER) {
+      if (entry.patch.patch.operation !== 'MERGE') continue;
+      if (!this.appliesToChain(entry, chain) || !nameMatches(filter, networkFilterAnchor(entry.patch))) continue;
+      if (mergeFilter(filter, entry.patch)) entry.report.applications += 1;
+    }
+    if (getString(filter, 'name') === FILTER_NAME.httpConnectionManager) this.patchHttpFilters(chain, filter);
+  }
+
+  private patchHttpFilters(chain: JsonObject, hcm: JsonObject): void {
+    const hcmConfig = getObject(hcm, 'typed_config');
+    if (hcmConfig === undefined) return;
+    const applicable = this.byKind.HTTP_FILTER.filter(
+      (entry) => this.appliesToChain(entry, chain) && nameMatches(hcm, networkFilterAnchor(entry.patch)),
+    );
+    let httpFilters = getObjectList(hcmConfig, 'http_filters');
+    for (const entry of applicable) {
+      const [next, changed] = applyListOperation(httpFilters, entry.patch, httpFilterAnchor(entry.patch));
+      httpFilters = next;
+      if (changed) entry.report.applications += 1;
+    }
+    for (const httpFilter of httpFilters) {
+      for (const entry of applicable) {
+        if (entry.patch.patch.operation !== 'MERGE' || !nameMatches(httpFilter, httpFilterAnchor(entry.patch))) continue;
+        if (mergeFilter(httpFilter, entry.patch)) entry.report.applications += 1;
+      }
+    }
+    hcmConfig[fieldKey(hcmConfig, 'http_filters')] = httpFilters;
+  }
+}
+
+/**
+ * Applies `envoyFilters` (Kubernetes EnvoyFilter objects, as JSON) to the gateway's listeners the
+ * way istiod would — approximately, see the module comment.
+ */
+export function approximateIstioPlacement(
+  gateway: GatewayModel,
+  envoyFilters: readonly unknown[],
+  options: { rootNamespace?: string } = {},
+): PlacementResult {
+  const { patches, notSelected } = orderedPatches(gateway, envoyFilters, options.rootNamespace ?? ISTIO_ROOT_NAMESPACE);
+  const byKind: Record<ConfigPatch['applyTo'], OrderedPatch[]> = { FILTER_CHAIN: [], NETWORK_FILTER: [], HTTP_FILTER: [] };
+  for (const entry of patches) byKind[entry.patch.applyTo].push(entry);
+  const listeners = gateway.listeners.map((listener) => new ListenerPatcher(byKind, listener).patch());
+  return { gateway: { ...gateway, listeners }, patches: patches.map((entry) => entry.report), notSelected };
+}
