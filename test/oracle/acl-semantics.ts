@@ -34,9 +34,10 @@ export function admits(shoot: OracleShoot, client: OracleClient): boolean {
 }
 
 /**
- * Shoots a CONNECT request mentions: the values of every protected header (names compared
- * case-insensitively, repeated headers joined with ","), split at ",", where an element
- * mentions S if it contains `.<id>.` or starts with `<id>--kube-apiserver-socket`, ignoring case.
+ * Shoots a CONNECT request mentions: every value of every protected header (names compared
+ * case-insensitively), split at ",", where an element mentions S if it contains `.<id>.` or
+ * starts with `<id>--kube-apiserver-socket`, ignoring case. Envoy routes on the first value, so
+ * every routable destination is such an element.
  */
 export function mentionedShoots(
   headers: readonly (readonly [string, string])[],

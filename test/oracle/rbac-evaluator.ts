@@ -10,6 +10,12 @@ export interface EvalContext {
   readonly direct: Address;
   readonly headers?: readonly (readonly [string, string])[];
   readonly sni?: string;
+  /**
+   * How a header matcher sees a repeated header. Envoy 1.40's default
+   * (`envoy.reloadable_features.rbac_match_headers_individually`) matches if any single value
+   * matches; with that runtime switch off, the values are joined with "," first.
+   */
+  readonly repeatedHeaders?: 'individually' | 'joined';
 }
 
 function inRange(range: CidrRange, a: Address): boolean {
@@ -38,10 +44,10 @@ export function matchString(m: StringMatcher, value: string): boolean {
   return v.includes(fold(m.contains));
 }
 
-function headerValue(ctx: EvalContext, name: string): string | undefined {
+function headerValues(ctx: EvalContext, name: string): string[] {
   const values = (ctx.headers ?? []).filter(([n]) => n.toLowerCase() === name.toLowerCase()).map(([, v]) => v.trim());
-  // Envoy joins repeated headers with "," before matching.
-  return values.length === 0 ? undefined : values.join(',');
+  if (values.length === 0) return [];
+  return ctx.repeatedHeaders === 'joined' ? [values.join(',')] : values;
 }
 
 export function evalPrincipal(p: Principal, ctx: EvalContext): boolean {
@@ -56,10 +62,7 @@ export function evalPrincipal(p: Principal, ctx: EvalContext): boolean {
 
 export function evalPermission(p: Permission, ctx: EvalContext): boolean {
   if ('any' in p) return true;
-  if ('header' in p) {
-    const value = headerValue(ctx, p.header.name);
-    return value !== undefined && matchString(p.header.string_match, value);
-  }
+  if ('header' in p) return headerValues(ctx, p.header.name).some((v) => matchString(p.header.string_match, v));
   if ('requested_server_name' in p) return matchString(p.requested_server_name, ctx.sni ?? '');
   if ('and_rules' in p) return p.and_rules.rules.every((r) => evalPermission(r, ctx));
   if ('or_rules' in p) return p.or_rules.rules.some((r) => evalPermission(r, ctx));

@@ -98,8 +98,10 @@ describe('generated RBAC matches the ACL semantics (DESIGN section 3)', () => {
         for (const gateway of seed.gateways) {
           for (const port of seed.operator.protectedPorts) {
             const rules = connectRules(filters, gateway.namespace, port);
-            const actual = rules.every((r) => evalRbac(r, { remote, direct, headers }));
-            expect(actual, `${gateway.namespace}:${port} ${JSON.stringify(headers)}`).toBe(expected);
+            for (const repeatedHeaders of ['individually', 'joined'] as const) {
+              const actual = rules.every((r) => evalRbac(r, { remote, direct, headers, repeatedHeaders }));
+              expect(actual, `${gateway.namespace}:${port} ${repeatedHeaders} ${JSON.stringify(headers)}`).toBe(expected);
+            }
           }
         }
       }),
