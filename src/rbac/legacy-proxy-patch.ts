@@ -86,7 +86,7 @@ function legacyProxyFilter(technicalID: string, acl: LegacyProxyAcl): unknown {
   const principal = notAdmittedPrincipal(acl.rule, normalizeCidrSet([...acl.alwaysAllowed, ...acl.legacyProxyAllowed]));
   // A plain JSON copy: the patch travels as JSON and must not share structure with the caller.
   return structuredClone(
-    networkDenyFilter(FILTER_NAMES.legacyProxy, 'gardener_acl_legacy_proxy', {
+    networkDenyFilter(FILTER_NAMES.legacyProxy, 'gardener_acl_legacy_proxy.', {
       [technicalID]: { permissions: [{ any: true }], principals: [principal] },
     }),
   );
