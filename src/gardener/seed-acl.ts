@@ -117,26 +117,76 @@ function byNamespaceName<T extends { metadata: { name: string; namespace?: strin
   return items.find((i) => i.metadata.namespace === namespace && i.metadata.name === name);
 }
 
-interface SeedContext {
+/** What every shoot of the seed shares: its gateways and the seed-wide always-allowed ranges. */
+export interface SeedContext {
   readonly inv: SeedInventory;
   readonly operator: OperatorConfig;
   readonly gateways: readonly GatewayWorkload[];
+  readonly observabilityWildcards: readonly ObservabilityWildcard[];
   readonly seedWideAllowed: readonly Cidr[];
-  readonly problems: Problem[];
+  /** false when a seed-wide input is broken; then no shoot's ACL may change. */
+  readonly seedInputsOk: boolean;
+  readonly problems: readonly Problem[];
 }
 
-function shootAclFor(extension: Extension, ctx: SeedContext): ShootAcl | undefined {
-  const { inv, operator, problems } = ctx;
+export function seedContext(inv: SeedInventory, operator: OperatorConfig): SeedContext {
+  const problems: Problem[] = [];
+  const gateways = seedGatewayWorkloads(inv.deployments);
+  const egress = managedSeedEgress(inv, gateways, problems);
+  const wildcards = observabilityWildcards(inv, gateways, problems);
+  return {
+    inv,
+    operator,
+    gateways,
+    observabilityWildcards: wildcards,
+    seedWideAllowed: [...operator.additionalAllowedCIDRs, ...egress.cidrs],
+    seedInputsOk: egress.ok,
+    problems,
+  };
+}
+
+export interface ShootAclResult {
+  /** undefined when an error below keeps the shoot's ACL from being (re)computed. */
+  readonly acl?: ShootAcl | undefined;
+  readonly problems: readonly Problem[];
+  /** The problems include an invalid providerConfig: retrying without a spec change cannot help. */
+  readonly configurationProblem: boolean;
+  /** No Gateway in the shoot namespace: SNI chains unknown (hibernated or not yet deployed). */
+  readonly noGateways: boolean;
+}
+
+/** One shoot's ACL model from its Extension and the seed's objects. */
+export function shootAclFromInventory(extension: Extension, ctx: SeedContext): ShootAclResult {
+  const problems: Problem[] = [];
+  let configurationProblem = false;
+  let noGateways = false;
+  const acl = computeShootAcl(extension, ctx, problems, {
+    configurationProblem: () => (configurationProblem = true),
+    noGateways: () => (noGateways = true),
+  });
+  return { acl, problems, configurationProblem, noGateways };
+}
+
+function computeShootAcl(
+  extension: Extension,
+  ctx: SeedContext,
+  problems: Problem[],
+  flag: { configurationProblem: () => void; noGateways: () => void },
+): ShootAcl | undefined {
+  const { inv, operator } = ctx;
   const namespace = extension.metadata.namespace;
   const extRef = objectRef('Extension', namespace, extension.metadata.name);
-  const errorsBefore = problems.length;
   const fail = (object: string, message: string): undefined => {
     problems.push({ severity: 'error', object, message });
     return undefined;
   };
 
   const config = parseProviderConfig(extension.spec.providerConfig, operator.maxCIDRs, 'spec.providerConfig');
-  if (!config.ok) return fail(extRef, formatFieldErrors(config.errors));
+  if (!config.ok) {
+    flag.configurationProblem();
+    return fail(extRef, formatFieldErrors(config.errors));
+  }
+  if (!ctx.seedInputsOk) return fail(extRef, 'a seed-wide input is invalid (see the seed problems); the ACL is left as it was');
 
   const cluster = inv.clusters.find((c) => c.metadata.name === namespace);
   if (!cluster) return fail(extRef, `Cluster "${namespace}" not found; Gardener writes it before the Extension, so the seed inputs are incomplete`);
@@ -182,6 +232,7 @@ function shootAclFor(extension: Extension, ctx: SeedContext): ShootAcl | undefin
     }
   }
   if (shootGateways.length === 0) {
+    flag.noGateways();
     problems.push({
       severity: 'warning',
       object: extRef,
@@ -189,7 +240,7 @@ function shootAclFor(extension: Extension, ctx: SeedContext): ShootAcl | undefin
     });
   }
 
-  if (problems.length > errorsBefore && problems.slice(errorsBefore).some((p) => p.severity === 'error')) return undefined;
+  if (problems.some((p) => p.severity === 'error')) return undefined;
   return {
     technicalID,
     rule: config.rule,
@@ -222,10 +273,8 @@ function observabilityWildcards(inv: SeedInventory, gateways: readonly GatewayWo
  * out and reported as errors: the caller decides whether to keep their previous protection.
  */
 export function seedAclFromInventory(inv: SeedInventory, operator: OperatorConfig): SeedAclResult {
-  const problems: Problem[] = [];
-  const gateways = seedGatewayWorkloads(inv.deployments);
-  const egress = managedSeedEgress(inv, gateways, problems);
-  const ctx: SeedContext = { inv, operator, gateways, seedWideAllowed: [...operator.additionalAllowedCIDRs, ...egress.cidrs], problems };
+  const ctx = seedContext(inv, operator);
+  const problems: Problem[] = [...ctx.problems];
   const extensions = inv.extensions
     .filter((e) => e.spec.type === EXTENSION_TYPE && (e.spec.class ?? 'shoot') === 'shoot' && !e.metadata.deletionTimestamp)
     .sort((a, b) => a.metadata.namespace.localeCompare(b.metadata.namespace));
@@ -237,11 +286,12 @@ export function seedAclFromInventory(inv: SeedInventory, operator: OperatorConfi
       continue;
     }
     seen.add(extension.metadata.namespace);
-    const shoot = egress.ok ? shootAclFor(extension, ctx) : undefined;
-    if (shoot) shoots.push(shoot);
+    const result = shootAclFromInventory(extension, ctx);
+    problems.push(...result.problems);
+    if (result.acl) shoots.push(result.acl);
   }
-  if (shoots.length > 0 && gateways.length === 0) {
+  if (shoots.length > 0 && ctx.gateways.length === 0) {
     problems.push({ severity: 'error', object: 'seed', message: `no ${GATEWAY_DEPLOYMENT} Deployment found; the HTTP-CONNECT paths cannot be protected` });
   }
-  return { seed: { operator, gateways, observabilityWildcards: observabilityWildcards(inv, gateways, problems), shoots }, problems };
+  return { seed: { operator, gateways: ctx.gateways, observabilityWildcards: ctx.observabilityWildcards, shoots }, problems };
 }
