@@ -40,6 +40,9 @@ export interface ShootAcl {
   readonly sniChains: readonly SniChain[];
 }
 
+/** The part of a shoot's ACL that decides HTTP-CONNECT requests (no SNI chains needed). */
+export type ShootPolicy = Pick<ShootAcl, 'technicalID' | 'rule' | 'alwaysAllowed'>;
+
 export interface SeedAcl {
   readonly operator: OperatorConfig;
   /** All ingress gateways of the seed; each gets the combined HTTP-CONNECT filters. */

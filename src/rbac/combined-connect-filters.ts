@@ -1,4 +1,4 @@
-import type { SeedAcl } from '../acl/model.js';
+import type { SeedAcl, ShootPolicy } from '../acl/model.js';
 import type { Policy } from './envoy-rbac-types.js';
 import {
   MANAGED_BY,
@@ -39,7 +39,7 @@ function connectPatch(port: number, filterName: string, policies: Record<string,
  * object per protected port and shard, first in the HTTP chain of that port, on every gateway
  * of the seed (before Gardener 1.143 every gateway could route to every shoot).
  */
-export function buildCombinedConnectFilters(seed: SeedAcl): GeneratedEnvoyFilter[] {
+export function buildCombinedConnectFilters(seed: Pick<SeedAcl, 'operator' | 'gateways'> & { readonly shoots: readonly ShootPolicy[] }): GeneratedEnvoyFilter[] {
   const { operator } = seed;
   const items: Sized<Policy>[] = seed.shoots.map((shoot) => {
     const policy: Policy = {

@@ -1,0 +1,194 @@
+// Reconciles one `Extension` of type acl along Gardener's contract: reconcile/create/restore
+// write the shoot's ManagedResource and record what was applied; delete and migrate remove the
+// shoot's filters; an invalid providerConfig or a missing input reports an error and changes
+// nothing that protects the shoot.
+import type { Logger } from 'pino';
+import type { OperatorConfig } from '../acl/operator-config.js';
+import type { Extension } from '../gardener/objects.js';
+import { formatProblem } from '../gardener/problems.js';
+import { seedContext, shootAclFromInventory, type SeedInventory } from '../gardener/seed-acl.js';
+import { jsonEqual } from '../rbac/deep-equal.js';
+import { buildShootEnvoyFilters } from '../rbac/shoot-envoy-filters.js';
+import { stateFor, stateSchema } from './applied-state.js';
+import type { ClusterClient, ObjectRef } from './cluster-client.js';
+import {
+  ERR_CONFIGURATION_PROBLEM,
+  FINALIZER,
+  OPERATION_ANNOTATION,
+  Operation,
+  hasFinalizer,
+  isRequested,
+  isWaitingForState,
+  lastOperation,
+  operationType,
+  type OperationType,
+} from './extension-contract.js';
+import { MANAGED_RESOURCE_NAME, managedResourceObjects } from './managed-resource.js';
+
+export interface ShootReconcilerDeps {
+  readonly client: ClusterClient;
+  readonly operator: OperatorConfig;
+  /** The informer caches, as a seed inventory. */
+  readonly inventory: () => SeedInventory;
+  readonly now: () => Date;
+  readonly logger: Logger;
+  /** Warning events on the Extension, for failures a shoot owner must see. */
+  readonly warn: (ext: Extension, reason: string, message: string) => Promise<void>;
+  /** Rebuild the combined CONNECT filters from the caches, now (delete/migrate wait for it). */
+  readonly syncCombined: () => Promise<void>;
+  /** Ask for a combined rebuild soon (coalesced). */
+  readonly combinedChanged: () => void;
+}
+
+export type ReconcileOutcome = { readonly kind: 'done' } | { readonly kind: 'retry'; readonly reason: string };
+
+const DONE: ReconcileOutcome = { kind: 'done' };
+
+function extensionRef(ext: Extension): ObjectRef {
+  return { apiVersion: ext.apiVersion, kind: 'Extension', name: ext.metadata.name, namespace: ext.metadata.namespace };
+}
+
+const MR_REF = (namespace: string): ObjectRef => ({ apiVersion: 'resources.gardener.cloud/v1alpha1', kind: 'ManagedResource', name: MANAGED_RESOURCE_NAME, namespace });
+
+function finalizers(ext: Extension): string[] {
+  return (ext.metadata as { finalizers?: string[] }).finalizers ?? [];
+}
+
+/** JSON patch adding our finalizer; other controllers' finalizers are never rewritten. */
+function addFinalizer(ext: Extension): Record<string, unknown>[] {
+  const current = finalizers(ext);
+  return current.length === 0
+    ? [{ op: 'add', path: '/metadata/finalizers', value: [FINALIZER] }]
+    : [{ op: 'add', path: '/metadata/finalizers/-', value: FINALIZER }];
+}
+
+/** JSON patch removing our finalizer, guarded by a test so a concurrent change cannot shift it. */
+function removeFinalizer(ext: Extension): Record<string, unknown>[] {
+  const index = finalizers(ext).indexOf(FINALIZER);
+  return [
+    { op: 'test', path: `/metadata/finalizers/${index}`, value: FINALIZER },
+    { op: 'remove', path: `/metadata/finalizers/${index}` },
+  ];
+}
+
+export class ShootReconciler {
+  constructor(private readonly deps: ShootReconcilerDeps) {}
+
+  async reconcile(ext: Extension): Promise<ReconcileOutcome> {
+    if (isWaitingForState(ext)) return DONE;
+    const type = operationType(ext);
+    if (type === 'Delete') return this.remove(ext, 'Delete');
+    if (type === 'Migrate') return this.remove(ext, 'Migrate');
+    return this.apply(ext, type);
+  }
+
+  private log(ext: Extension): Logger {
+    return this.deps.logger.child({ shoot: ext.metadata.namespace });
+  }
+
+  private async apply(ext: Extension, type: OperationType): Promise<ReconcileOutcome> {
+    const { client } = this.deps;
+    const log = this.log(ext);
+    const requested = isRequested(ext);
+    const annotation = ext.metadata.annotations?.[OPERATION_ANNOTATION];
+    // Gardener: `reconcile` is removed when work starts, `restore` after success.
+    if (annotation === Operation.reconcile) {
+      await client.mergePatch(extensionRef(ext), { metadata: { annotations: { [OPERATION_ANNOTATION]: null } } });
+    }
+    if (!hasFinalizer(ext)) await client.jsonPatch(extensionRef(ext), addFinalizer(ext));
+
+    const ctx = seedContext(this.deps.inventory(), this.deps.operator);
+    const result = shootAclFromInventory(ext, ctx);
+    const errors = [...ctx.problems, ...result.problems].filter((p) => p.severity === 'error');
+    if (!result.acl || errors.length > 0) {
+      const description = errors.map(formatProblem).join('\n') || 'the ACL could not be computed';
+      log.warn({ problems: errors }, 'ACL not applied; the previous protection stays in place');
+      await this.reportError(ext, type, description, result.configurationProblem, requested);
+      return result.configurationProblem ? DONE : { kind: 'retry', reason: description };
+    }
+    const acl = result.acl;
+    const previousState = stateSchema.safeParse(ext.status?.['state'] ?? {});
+    let state = stateFor(acl);
+    if (result.noGateways) {
+      // Hibernated or not yet deployed: the SNI chains are unknown, so the ManagedResource keeps
+      // what it has; the gateway namespaces it was written to stay recorded.
+      state = { ...state, gatewayNamespaces: previousState.success ? previousState.data.gatewayNamespaces : [] };
+      log.info('no Gateway in the shoot namespace; keeping the existing per-shoot filters');
+    } else {
+      const filters = buildShootEnvoyFilters(acl, { operator: this.deps.operator, gateways: ctx.gateways, observabilityWildcards: ctx.observabilityWildcards, shoots: [] });
+      await this.writeManagedResource(ext.metadata.namespace, filters);
+    }
+
+    const stateChanged = !previousState.success || !jsonEqual(previousState.data, stateSchema.parse(state));
+    const status = ext.status ?? {};
+    if (requested || stateChanged || status['lastError'] || annotation === Operation.restore) {
+      await client.mergePatchStatus(extensionRef(ext), {
+        status: {
+          lastOperation: lastOperation(type, 'Succeeded', 'ACL applied', this.deps.now()),
+          lastError: null,
+          observedGeneration: ext.metadata.generation ?? null,
+          state,
+        },
+      });
+    }
+    if (annotation === Operation.restore) {
+      await client.mergePatch(extensionRef(ext), { metadata: { annotations: { [OPERATION_ANNOTATION]: null } } });
+    }
+    if (stateChanged) {
+      log.info({ gatewayNamespaces: state.gatewayNamespaces }, 'ACL applied');
+      this.deps.combinedChanged();
+    }
+    return DONE;
+  }
+
+  private async reportError(ext: Extension, type: OperationType, description: string, configuration: boolean, requested: boolean): Promise<void> {
+    const previous = (ext.status?.['lastError'] as { description?: string } | undefined)?.description;
+    if (!requested && previous === description) return;
+    const now = this.deps.now();
+    await this.deps.client.mergePatchStatus(extensionRef(ext), {
+      status: {
+        lastOperation: lastOperation(type, 'Error', description, now),
+        lastError: { description, ...(configuration ? { codes: [ERR_CONFIGURATION_PROBLEM] } : {}), lastUpdateTime: now.toISOString() },
+        observedGeneration: ext.metadata.generation ?? null,
+      },
+    });
+    if (previous !== description) await this.deps.warn(ext, configuration ? 'InvalidACL' : 'ACLNotApplied', description);
+  }
+
+  /** Writes the ManagedResource only when its content (named by hash) differs. */
+  private async writeManagedResource(namespace: string, filters: Parameters<typeof managedResourceObjects>[1]): Promise<void> {
+    const { client } = this.deps;
+    const desired = managedResourceObjects(namespace, filters);
+    const current = await client.get(MR_REF(namespace));
+    const currentRefs = ((current?.['spec'] as { secretRefs?: { name: string }[] } | undefined)?.secretRefs ?? []).map((r) => r.name);
+    if (currentRefs.length === 1 && currentRefs[0] === desired.secret.metadata.name) return;
+    await client.createIfAbsent(desired.secret);
+    await client.apply(desired.managedResource);
+    for (const old of currentRefs.filter((n) => n !== desired.secret.metadata.name)) {
+      await client.delete({ apiVersion: 'v1', kind: 'Secret', name: old, namespace });
+    }
+  }
+
+  /** Delete and migrate: the shoot's filters disappear here; migrate keeps status.state for restore. */
+  private async remove(ext: Extension, type: 'Delete' | 'Migrate'): Promise<ReconcileOutcome> {
+    const { client } = this.deps;
+    if (!hasFinalizer(ext) && type === 'Delete') return DONE;
+    const namespace = ext.metadata.namespace;
+    const current = await client.get(MR_REF(namespace));
+    await client.delete(MR_REF(namespace));
+    for (const ref of ((current?.['spec'] as { secretRefs?: { name: string }[] } | undefined)?.secretRefs ?? [])) {
+      await client.delete({ apiVersion: 'v1', kind: 'Secret', name: ref.name, namespace });
+    }
+    // The combined filters are rebuilt without this shoot before the finalizer goes.
+    await this.deps.syncCombined();
+    if (type === 'Migrate') {
+      await client.mergePatchStatus(extensionRef(ext), {
+        status: { lastOperation: lastOperation('Migrate', 'Succeeded', 'ACL filters removed from this seed', this.deps.now()), lastError: null },
+      });
+      await client.mergePatch(extensionRef(ext), { metadata: { annotations: { [OPERATION_ANNOTATION]: null } } });
+    }
+    if (hasFinalizer(ext)) await client.jsonPatch(extensionRef(ext), removeFinalizer(ext));
+    this.log(ext).info({ operation: type }, 'ACL removed from this seed');
+    return DONE;
+  }
+}
