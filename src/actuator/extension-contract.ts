@@ -56,6 +56,12 @@ export function isWaitingForState(ext: Extension): boolean {
   return annotation(ext) === Operation.waitForState;
 }
 
+/** Migrated away from this seed; nothing to do until gardenlet deletes it or asks for a restore. */
+export function isMigrated(ext: Extension): boolean {
+  const last = statusOf(ext).lastOperation;
+  return last?.type === 'Migrate' && last.state === 'Succeeded' && annotation(ext) !== Operation.restore;
+}
+
 /**
  * Whether gardenlet is waiting for this controller to report: an operation annotation, a
  * generation not yet observed, or a last operation that did not succeed. Otherwise a reconcile

@@ -17,6 +17,7 @@ import {
   OPERATION_ANNOTATION,
   Operation,
   hasFinalizer,
+  isMigrated,
   isRequested,
   isWaitingForState,
   lastOperation,
@@ -71,11 +72,19 @@ function removeFinalizer(ext: Extension): Record<string, unknown>[] {
   ];
 }
 
+/** What this process last wrote into an Extension's status, while the cache may still lag. */
+interface WrittenStatus {
+  readonly generation: number | undefined;
+  readonly state: string;
+}
+
 export class ShootReconciler {
+  private readonly written = new Map<string, WrittenStatus>();
+
   constructor(private readonly deps: ShootReconcilerDeps) {}
 
   async reconcile(ext: Extension): Promise<ReconcileOutcome> {
-    if (isWaitingForState(ext)) return DONE;
+    if (isWaitingForState(ext) || isMigrated(ext)) return DONE;
     const type = operationType(ext);
     if (type === 'Delete') return this.remove(ext, 'Delete');
     if (type === 'Migrate') return this.remove(ext, 'Migrate');
@@ -89,8 +98,13 @@ export class ShootReconciler {
   private async apply(ext: Extension, type: OperationType): Promise<ReconcileOutcome> {
     const { client } = this.deps;
     const log = this.log(ext);
-    const requested = isRequested(ext);
     const annotation = ext.metadata.annotations?.[OPERATION_ANNOTATION];
+    const key = `${ext.metadata.namespace}/${ext.metadata.name}`;
+    // The cache can show our own earlier write's trigger (annotation removed) before the status
+    // write itself: a success already written for this generation answers the request.
+    const written = this.written.get(key);
+    const answered = annotation === undefined && written !== undefined && written.generation === ext.metadata.generation;
+    const requested = isRequested(ext) && !answered;
     // Gardener: `reconcile` is removed when work starts, `restore` after success.
     if (annotation === Operation.reconcile) {
       await client.mergePatch(extensionRef(ext), { metadata: { annotations: { [OPERATION_ANNOTATION]: null } } });
@@ -101,6 +115,7 @@ export class ShootReconciler {
     const result = shootAclFromInventory(ext, ctx);
     const errors = [...ctx.problems, ...result.problems].filter((p) => p.severity === 'error');
     if (!result.acl || errors.length > 0) {
+      this.written.delete(key);
       const description = errors.map(formatProblem).join('\n') || 'the ACL could not be computed';
       log.warn({ problems: errors }, 'ACL not applied; the previous protection stays in place');
       await this.reportError(ext, type, description, result.configurationProblem, requested);
@@ -119,17 +134,17 @@ export class ShootReconciler {
       await this.writeManagedResource(ext.metadata.namespace, filters);
     }
 
-    const stateChanged = !previousState.success || !jsonEqual(previousState.data, stateSchema.parse(state));
+    const stateJson = JSON.stringify(state);
+    const stateChanged = answered ? written.state !== stateJson : !previousState.success || !jsonEqual(previousState.data, stateSchema.parse(state));
     const status = ext.status ?? {};
-    if (requested || stateChanged || status['lastError'] || annotation === Operation.restore) {
-      await client.mergePatchStatus(extensionRef(ext), {
-        status: {
+    if (requested || stateChanged || (status['lastError'] && !answered) || annotation === Operation.restore) {
+      await client.patchStatus(extensionRef(ext), {
           lastOperation: lastOperation(type, 'Succeeded', 'ACL applied', this.deps.now()),
           lastError: null,
           observedGeneration: ext.metadata.generation ?? null,
           state,
-        },
       });
+      this.written.set(key, { generation: ext.metadata.generation, state: stateJson });
     }
     if (annotation === Operation.restore) {
       await client.mergePatch(extensionRef(ext), { metadata: { annotations: { [OPERATION_ANNOTATION]: null } } });
@@ -145,12 +160,10 @@ export class ShootReconciler {
     const previous = (ext.status?.['lastError'] as { description?: string } | undefined)?.description;
     if (!requested && previous === description) return;
     const now = this.deps.now();
-    await this.deps.client.mergePatchStatus(extensionRef(ext), {
-      status: {
-        lastOperation: lastOperation(type, 'Error', description, now),
-        lastError: { description, ...(configuration ? { codes: [ERR_CONFIGURATION_PROBLEM] } : {}), lastUpdateTime: now.toISOString() },
-        observedGeneration: ext.metadata.generation ?? null,
-      },
+    await this.deps.client.patchStatus(extensionRef(ext), {
+      lastOperation: lastOperation(type, 'Error', description, now),
+      lastError: { description, ...(configuration ? { codes: [ERR_CONFIGURATION_PROBLEM] } : {}), lastUpdateTime: now.toISOString() },
+      observedGeneration: ext.metadata.generation ?? null,
     });
     if (previous !== description) await this.deps.warn(ext, configuration ? 'InvalidACL' : 'ACLNotApplied', description);
   }
@@ -182,12 +195,14 @@ export class ShootReconciler {
     // The combined filters are rebuilt without this shoot before the finalizer goes.
     await this.deps.syncCombined();
     if (type === 'Migrate') {
-      await client.mergePatchStatus(extensionRef(ext), {
-        status: { lastOperation: lastOperation('Migrate', 'Succeeded', 'ACL filters removed from this seed', this.deps.now()), lastError: null },
+      await client.patchStatus(extensionRef(ext), {
+        lastOperation: lastOperation('Migrate', 'Succeeded', 'ACL filters removed from this seed', this.deps.now()),
+        lastError: null,
       });
       await client.mergePatch(extensionRef(ext), { metadata: { annotations: { [OPERATION_ANNOTATION]: null } } });
     }
     if (hasFinalizer(ext)) await client.jsonPatch(extensionRef(ext), removeFinalizer(ext));
+    this.written.delete(`${namespace}/${ext.metadata.name}`);
     this.log(ext).info({ operation: type }, 'ACL removed from this seed');
     return DONE;
   }

@@ -1,12 +1,16 @@
 #!/usr/bin/env node
+import { CONTROLLER_USAGE, controllerCommand } from './controller-command.js';
 import { renderCommand, RENDER_USAGE, type CommandIO } from './render-command.js';
 
 const USAGE = `usage: gardener-acl <command> [options]
 
 commands:
-  render   print the EnvoyFilters for a seed's objects (offline)
+  render       print the EnvoyFilters for a seed's objects (offline)
+  controller   run the extension controller on a seed
 
-${RENDER_USAGE}`;
+${RENDER_USAGE}
+
+${CONTROLLER_USAGE}`;
 
 const io: CommandIO = { stdout: (t) => process.stdout.write(t), stderr: (t) => process.stderr.write(t) };
 
@@ -15,6 +19,8 @@ async function main(argv: readonly string[]): Promise<number> {
   switch (command) {
     case 'render':
       return renderCommand(rest, io);
+    case 'controller':
+      return controllerCommand(rest, io);
     case undefined:
     case 'help':
     case '--help':

@@ -8,7 +8,20 @@ import { FILTER_NAMES, networkDenyFilter } from './filter-values.js';
 import { notAdmittedPrincipal } from './principals.js';
 
 const TCP_PROXY = 'envoy.filters.network.tcp_proxy';
-const KUBE_APISERVER_CLUSTER = /^outbound\|443\|\|kube-apiserver\.(shoot-[a-z0-9-]+)\.svc\.cluster\.local$/;
+// The chain forwards to the shoot's kube-apiserver Service, or, with Istio TLS termination
+// (Gardener 1.114-1.122), to the listener Gardener adds for it on an abstract socket.
+const KUBE_APISERVER_CLUSTERS = [
+  /^outbound\|443\|\|kube-apiserver\.(shoot-[a-z0-9-]+)\.svc\.cluster\.local$/,
+  /^(shoot-[a-z0-9-]+)--kube-apiserver-socket$/,
+];
+
+function shootOfCluster(cluster: string): string | undefined {
+  for (const pattern of KUBE_APISERVER_CLUSTERS) {
+    const id = pattern.exec(cluster)?.[1];
+    if (id) return id;
+  }
+  return undefined;
+}
 
 const namedFilter = z.looseObject({ name: z.string(), typed_config: z.looseObject({ cluster: z.string().optional() }).optional() });
 const configPatch = z.looseObject({
@@ -48,7 +61,7 @@ export function findLegacyChains(envoyFilter: unknown, legacyPort: number): Lega
     for (const filter of p.data.patch.value?.filters ?? []) {
       const f = namedFilter.safeParse(filter);
       if (!f.success || f.data.name !== TCP_PROXY) continue;
-      const id = KUBE_APISERVER_CLUSTER.exec(f.data.typed_config?.cluster ?? '')?.[1];
+      const id = shootOfCluster(f.data.typed_config?.cluster ?? '');
       if (id) targets.push({ patchIndex, technicalID: id });
     }
   });

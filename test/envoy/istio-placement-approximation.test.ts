@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { buildGardenerGateway, gatewayUpstreams, type GardenerGatewaySpec, type GatewayModel } from './gardener-gateway.js';
-import { FILTER_NAME, gardenerLegacyProxyEnvoyFilter } from './gardener-shapes.js';
+import { FILTER_NAME, TYPE_URL, gardenerLegacyProxyEnvoyFilter } from './gardener-shapes.js';
 import {
   envoyFilterObject,
   httpRbacFilter,
@@ -126,6 +126,46 @@ describe('Istio placement approximation', () => {
     expect(hcmConfig?.['upgrade_configs']).toEqual([{ upgrade_type: 'CONNECT' }, { upgrade_type: 'websocket' }]);
     expect(hcmConfig?.['http_protocol_options']).toEqual({ accept_http_10: true, allow_chunked_length: true });
     expect(hcmConfig?.['@type']).toBe('type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager');
+  });
+
+  it('MERGE of an inline route_config into an HCM that uses RDS replaces rds (proto oneof, as Istio merges)', () => {
+    // Istio renders a Gateway's HTTP server with `rds`; Gardener's reversed-vpn/http-proxy MERGE a
+    // `route_config` into it. Istio's proto merge leaves only route_config (test/istio found it).
+    const withRds = structuredClone(modernGateway);
+    const [chain] = getObjectList(listenerOn(withRds, 8443), 'filter_chains');
+    const hcmConfig = getObject(getObjectList(chain ?? {}, 'filters')[0] ?? {}, 'typed_config') ?? {};
+    delete hcmConfig['route_config'];
+    hcmConfig['rds'] = { route_config_name: 'http.8443', config_source: { ads: {} } };
+    const routeConfig = { virtual_hosts: [{ name: 'http-proxy', domains: ['*'], routes: [] }] };
+    const merge = envoyFilterObject('http-proxy', [
+      {
+        applyTo: 'NETWORK_FILTER',
+        match: { context: 'GATEWAY', listener: { portNumber: 8443, filterChain: { filter: { name: FILTER_NAME.httpConnectionManager } } } },
+        patch: { operation: 'MERGE', value: { name: FILTER_NAME.httpConnectionManager, typed_config: { '@type': TYPE_URL.httpConnectionManager, route_config: routeConfig } } },
+      },
+    ]);
+    const { gateway } = approximateIstioPlacement(withRds, [merge]);
+    const [merged] = getObjectList(listenerOn(gateway, 8443), 'filter_chains');
+    const mergedConfig = getObject(getObjectList(merged ?? {}, 'filters')[0] ?? {}, 'typed_config');
+    expect(mergedConfig?.['rds']).toBeUndefined();
+    expect(mergedConfig?.['route_config']).toEqual(routeConfig);
+  });
+
+  it('MERGE into an RBAC filter replaces a named policy wholesale (proto map semantics, as Istio merges)', () => {
+    const policy = (cidr: string): JsonObject => ({ permissions: [{ any: true }], principals: [{ remote_ip: { address_prefix: cidr, prefix_len: 8 } }] });
+    const existing = httpRbacFilter('acl', { action: 'DENY', policies: { a: policy('10.0.0.0'), b: policy('11.0.0.0') } });
+    const merge = envoyFilterObject('merge-policy', [
+      {
+        applyTo: 'HTTP_FILTER',
+        match: { context: 'GATEWAY', listener: { portNumber: 8443, filterChain: { filter: { name: FILTER_NAME.httpConnectionManager, subFilter: { name: 'acl' } } } } },
+        patch: { operation: 'MERGE', value: httpRbacFilter('acl', { action: 'DENY', policies: { a: policy('12.0.0.0') } }) },
+      },
+    ]);
+    const { gateway } = approximateIstioPlacement(modernGateway, [envoyFilterObject('acl', [insertFirstHttpFilter(8443, existing)]), merge]);
+    const [chain] = getObjectList(listenerOn(gateway, 8443), 'filter_chains');
+    const hcm = getObject(getObjectList(chain ?? {}, 'filters')[0] ?? {}, 'typed_config') ?? {};
+    const rbacConfig = getObject(getObjectList(hcm, 'http_filters')[0] ?? {}, 'typed_config');
+    expect(getObject(rbacConfig ?? {}, 'rules')?.['policies']).toEqual({ a: policy('12.0.0.0'), b: policy('11.0.0.0') });
   });
 
   it('selection: workloadSelector must be a subset of the gateway labels; namespace must be the gateway or root namespace', () => {

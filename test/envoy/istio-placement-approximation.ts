@@ -10,14 +10,15 @@
 //   network filter its MERGEs and, inside every HCM, the HTTP_FILTER operations and MERGEs;
 //   FILTER_CHAIN ADDs are appended last, so no patch ever sees an added chain (istio#41536).
 //
-// It is not Istio: patch values are JSON merged without the proto schema (no oneof clearing, maps
-// merged like messages). Anything outside the subset (other applyTo kinds, LISTENER patches,
-// match.proxy, filterClass, FILTER_CHAIN MERGE, ...) throws instead of being silently ignored.
-// A later suite renders the same objects with Istio's own code.
+// It is not Istio: patch values are JSON merged without the proto schema; only the oneofs and
+// map fields of the filter types in ONEOFS_BY_TYPE and MAP_FIELDS_BY_TYPE follow proto rules. Anything outside the
+// subset (other applyTo kinds, LISTENER patches, match.proxy, filterClass, FILTER_CHAIN MERGE, ...)
+// throws instead of being silently ignored. test/istio/approximation-differential.ts compares it
+// with Istio's own code on Gardener-shaped seeds of every era.
 
 import { z } from 'zod';
 import type { GatewayListener, GatewayModel } from './gardener-gateway.js';
-import { FILTER_NAME } from './gardener-shapes.js';
+import { FILTER_NAME, TYPE_URL } from './gardener-shapes.js';
 import {
   cloneJson,
   fieldKey,
@@ -266,16 +267,52 @@ function applyListOperation(list: JsonObject[], patch: ConfigPatch, anchor: stri
   }
 }
 
-/** proto.Merge, approximated on JSON: messages merge recursively, lists append, scalars replace. */
-function mergeJson(target: JsonObject, source: JsonObject): void {
+/**
+ * Map fields (proto `map<>`) of the filter configs MERGE patches target, per type URL, as paths
+ * below typed_config. proto.Merge replaces the value of a map entry the patch names; it does not
+ * merge into it. Found against Istio's own render (test/istio): a MERGE naming an existing RBAC
+ * policy replaces that policy, where a message-like JSON merge would append to its lists.
+ */
+const MAP_FIELDS_BY_TYPE: Readonly<Record<string, readonly string[]>> = {
+  [TYPE_URL.networkRbac]: ['rules.policies', 'shadow_rules.policies'],
+  [TYPE_URL.httpRbac]: ['rules.policies', 'shadow_rules.policies'],
+};
+
+/** proto.Merge, approximated on JSON: messages merge recursively, lists append, scalars and map entries replace. */
+function mergeJson(target: JsonObject, source: JsonObject, mapFields: ReadonlySet<string> = new Set(), path = ''): void {
   for (const [sourceKey, value] of Object.entries(source)) {
     const snake = snakeCase(sourceKey);
     const existingKey = [sourceKey, fieldKey(target, snake)].find((key) => key in target);
     const key = existingKey ?? sourceKey;
     const existing = target[key];
-    if (isJsonObject(existing) && isJsonObject(value)) mergeJson(existing, value);
+    const fieldPath = path === '' ? snake : `${path}.${snake}`;
+    if (mapFields.has(fieldPath) && isJsonObject(existing) && isJsonObject(value)) {
+      for (const [entry, entryValue] of Object.entries(value)) existing[entry] = cloneJson(entryValue);
+    } else if (isJsonObject(existing) && isJsonObject(value)) mergeJson(existing, value, mapFields, fieldPath);
     else if (Array.isArray(existing) && Array.isArray(value)) target[key] = [...existing, ...cloneJson(value)];
     else target[key] = cloneJson(value);
+  }
+}
+
+/**
+ * Oneofs of the filter configs MERGE patches target, per type URL. proto.Merge (Istio's
+ * MergeAnyWithAny) clears the other members of a oneof when the patch sets one; a schema-less
+ * JSON merge would keep both. Found against Istio's own render (test/istio): Gardener's
+ * `reversed-vpn` / `http-proxy` MERGE an inline `route_config` into an HCM that Istio generated
+ * with `rds`; Istio's result has only `route_config`, and Envoy rejects a config with both.
+ */
+const ONEOFS_BY_TYPE: Readonly<Record<string, readonly (readonly string[])[]>> = {
+  [TYPE_URL.httpConnectionManager]: [['rds', 'route_config', 'scoped_routes']],
+};
+
+function clearReplacedOneofMembers(target: JsonObject, source: JsonObject, typeUrl: string): void {
+  for (const members of ONEOFS_BY_TYPE[typeUrl] ?? []) {
+    const set = members.filter((member) => fieldKey(source, member) in source);
+    if (set.length === 0) continue;
+    for (const member of members) {
+      if (set.includes(member)) continue;
+      delete target[fieldKey(target, member)];
+    }
   }
 }
 
@@ -292,7 +329,9 @@ function mergeFilter(filter: JsonObject, patch: ConfigPatch): boolean {
   const patchConfig = getObject(value, 'typed_config');
   if (patchConfig !== undefined) {
     const { ['@type']: _ignoredTypeUrl, ...fields } = patchConfig;
-    mergeJson(existingConfig, fields);
+    const typeUrl = getString(existingConfig, '@type') ?? '';
+    clearReplacedOneofMembers(existingConfig, fields, typeUrl);
+    mergeJson(existingConfig, fields, new Set(MAP_FIELDS_BY_TYPE[typeUrl] ?? []));
   }
   return true;
 }

@@ -4,7 +4,7 @@ import { findLegacyChains, legacyProxyPatch, type LegacyProxyAcl } from '../../s
 import { cidr, rule } from '../support/test-seed.js';
 
 /** Gardener's per-shoot EnvoyFilter for the legacy apiserver-proxy port (Gardener <= 1.113 shape). */
-function gardenerLegacyFilter(id: string, name = id): Record<string, unknown> {
+function gardenerLegacyFilter(id: string, name = id, cluster = `outbound|443||kube-apiserver.${id}.svc.cluster.local`): Record<string, unknown> {
   return {
     apiVersion: 'networking.istio.io/v1alpha3',
     kind: 'EnvoyFilter',
@@ -24,8 +24,8 @@ function gardenerLegacyFilter(id: string, name = id): Record<string, unknown> {
                   name: 'envoy.filters.network.tcp_proxy',
                   typed_config: {
                     '@type': 'type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy',
-                    stat_prefix: `outbound|443||kube-apiserver.${id}.svc.cluster.local`,
-                    cluster: `outbound|443||kube-apiserver.${id}.svc.cluster.local`,
+                    stat_prefix: cluster,
+                    cluster,
                   },
                 },
               ],
@@ -79,6 +79,10 @@ describe('legacy apiserver-proxy patch', () => {
     expect(findLegacyChains(gardenerLegacyFilter('shoot-legacy--old'), 8443)).toEqual([{ patchIndex: 0, technicalID: 'shoot-legacy--old' }]);
     expect(findLegacyChains(gardenerLegacyFilter('shoot--p--a', 'shoot--p--a-apiserver-proxy'), 8443)).toEqual([{ patchIndex: 0, technicalID: 'shoot--p--a' }]);
     expect(findLegacyChains(gardenerLegacyFilter('shoot--p--a'), 9443)).toEqual([]);
+    // With Istio TLS termination (1.114-1.122) the chain forwards to the shoot's socket listener.
+    const socketChain = gardenerLegacyFilter('shoot--p--a', 'shoot--p--a-apiserver-proxy', 'shoot--p--a--kube-apiserver-socket');
+    expect(findLegacyChains(socketChain, 8443)).toEqual([{ patchIndex: 0, technicalID: 'shoot--p--a' }]);
+    expect(legacyProxyPatch(socketChain, () => ACL, 8443)).toHaveLength(1);
     for (const junk of [null, 42, 'x', {}, { spec: { configPatches: 'no' } }, { spec: { configPatches: [null, { applyTo: 'FILTER_CHAIN' }] } }]) {
       expect(legacyProxyPatch(junk, () => ACL, 8443)).toEqual([]);
     }

@@ -1,0 +1,284 @@
+// Wires informers, the work queue and the reconcilers into the running extension controller.
+// Keys: `ext:<namespace>/<name>` for one Extension, `combined` for the seed-wide CONNECT filters.
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { Counter, Histogram, type Registry } from 'prom-client';
+import type { GatewayWorkload } from '../acl/model.js';
+import type { OperatorConfig } from '../acl/operator-config.js';
+import {
+  clusterSchema,
+  configMapSchema,
+  deploymentSchema,
+  envoyFilterObjectSchema,
+  extensionSchema,
+  gatewaySchema,
+  infrastructureSchema,
+  serviceSchema,
+  type Extension,
+} from '../gardener/objects.js';
+import { EXTENSION_TYPE, seedGatewayWorkloads, type SeedInventory } from '../gardener/seed-acl.js';
+import { ResilientInformer } from '../kube/informer.js';
+import { createWorkQueueMetrics } from '../kube/metrics.js';
+import { WorkQueue } from '../kube/work-queue.js';
+import { MANAGED_BY, MANAGED_BY_LABEL, ROLE_LABEL } from '../rbac/envoy-filter-types.js';
+import type { ClusterClient } from './cluster-client.js';
+import { CombinedSyncer } from './combined-syncer.js';
+import { ShootReconciler } from './shoot-reconciler.js';
+import { recordWarningEvent } from './events.js';
+
+export const COMBINED_KEY = 'combined';
+const EXT_PREFIX = 'ext:';
+
+export interface ControllerOptions {
+  readonly kubeConfig: KubeConfig;
+  readonly client: ClusterClient;
+  readonly operator: OperatorConfig;
+  readonly logger: Logger;
+  readonly registry: Registry;
+  readonly workers?: number;
+  /** Every Extension is reconciled again this often (no writes when nothing changed). */
+  readonly resyncPeriodMs?: number;
+  /**
+   * Least time between two writes of the combined filters: every write replaces the HTTP filter
+   * chain of the CONNECT listeners, which makes Envoy drain their connections
+   * (docs/envoy-listener-updates.md), so changes of many shoots are coalesced into one write.
+   */
+  readonly combinedMinIntervalMs?: number;
+  readonly now?: () => Date;
+}
+
+/** What every informer offers for start-up, readiness and shutdown. */
+interface CacheLifecycle {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  hasSynced(): boolean;
+}
+
+function parser<T>(schema: { safeParse: (raw: unknown) => { success: boolean; data?: T } }): (raw: unknown) => T | undefined {
+  return (raw) => {
+    const result = schema.safeParse(raw);
+    return result.success ? result.data : undefined;
+  };
+}
+
+export class AclController {
+  private readonly queue: WorkQueue;
+  private readonly informers: {
+    extensions: ResilientInformer<Extension>;
+    clusters: ResilientInformer<import('../gardener/objects.js').Cluster>;
+    infrastructures: ResilientInformer<import('../gardener/objects.js').Infrastructure>;
+    gateways: ResilientInformer<import('../gardener/objects.js').Gateway>;
+    deployments: ResilientInformer<import('../gardener/objects.js').Deployment>;
+    services: ResilientInformer<import('../gardener/objects.js').Service>;
+    configMaps: ResilientInformer<import('../gardener/objects.js').ConfigMap>;
+    envoyFilters: ResilientInformer<import('../gardener/objects.js').EnvoyFilterObject>;
+  };
+  private readonly reconciler: ShootReconciler;
+  private readonly combined: CombinedSyncer;
+  private readonly reconcileTotal: Counter;
+  private readonly reconcileErrors: Counter;
+  private readonly reconcileTime: Histogram;
+  private workersRunning = false;
+  private inFlight = 0;
+  private stopping = false;
+  private lastCombinedWrite = 0;
+  private readonly workerLoops: Promise<void>[] = [];
+
+  constructor(private readonly options: ControllerOptions) {
+    const { kubeConfig, logger, registry } = options;
+    this.queue = new WorkQueue({ name: 'acl', metrics: createWorkQueueMetrics(registry) });
+    const informer = <T extends { metadata: { name: string; namespace?: string } }>(
+      path: string,
+      parse: (raw: unknown) => T | undefined,
+      onChange: (event: 'add' | 'update' | 'delete', obj: T, old?: T) => void,
+      labelSelector?: string,
+    ): ResilientInformer<T> =>
+      new ResilientInformer<T>({ kubeConfig, path, parse, onChange, labelSelector, logger });
+
+    this.informers = {
+      extensions: informer('/apis/extensions.gardener.cloud/v1alpha1/extensions', parser(extensionSchema), (_e, ext) => {
+        if (ext.spec.type !== EXTENSION_TYPE) return;
+        this.queue.add(`${EXT_PREFIX}${ext.metadata.namespace}/${ext.metadata.name}`);
+        this.queue.add(COMBINED_KEY);
+      }),
+      clusters: informer('/apis/extensions.gardener.cloud/v1alpha1/clusters', parser(clusterSchema), (_e, c) => this.enqueueNamespace(c.metadata.name)),
+      infrastructures: informer('/apis/extensions.gardener.cloud/v1alpha1/infrastructures', parser(infrastructureSchema), (event, infra, old) => {
+        const egress = (i?: typeof infra) => JSON.stringify([...(i?.status?.egressCIDRs ?? [])].sort());
+        if (event !== 'update' || egress(infra) !== egress(old)) this.enqueueNamespace(infra.metadata.namespace);
+      }),
+      gateways: informer('/apis/networking.istio.io/v1beta1/gateways', parser(gatewaySchema), (_e, g) => {
+        if (g.metadata.namespace.startsWith('shoot-')) this.enqueueNamespace(g.metadata.namespace);
+        else this.enqueueAll();
+      }),
+      deployments: informer('/apis/apps/v1/deployments', parser(deploymentSchema), () => this.enqueueAll(), 'app=istio-ingressgateway'),
+      services: informer('/api/v1/services', parser(serviceSchema), () => this.enqueueAll(), 'app=istio-ingressgateway'),
+      configMaps: informer('/api/v1/namespaces/kube-system/configmaps', parser(configMapSchema), (_e, cm) => {
+        if (cm.metadata.name === 'shoot-info') this.enqueueAll();
+      }),
+      envoyFilters: informer(
+        '/apis/networking.istio.io/v1alpha3/envoyfilters',
+        parser(envoyFilterObjectSchema),
+        () => this.queue.add(COMBINED_KEY),
+        `${MANAGED_BY_LABEL}=${MANAGED_BY},${ROLE_LABEL}=connect`,
+      ),
+    };
+
+    const now = options.now ?? (() => new Date());
+    this.reconciler = new ShootReconciler({
+      client: options.client,
+      operator: options.operator,
+      inventory: () => this.inventory(),
+      now,
+      logger,
+      warn: (ext, reason, message) => recordWarningEvent(options.client, ext, reason, message, now()),
+      syncCombined: () => this.syncCombined(),
+      combinedChanged: () => this.queue.add(COMBINED_KEY),
+    });
+    this.combined = new CombinedSyncer({
+      client: options.client,
+      operator: options.operator,
+      extensions: () => this.informers.extensions.list(),
+      gateways: () => this.gateways(),
+      existing: () => this.informers.envoyFilters.list(),
+      logger,
+    });
+    this.reconcileTotal = new Counter({ name: 'controller_runtime_reconcile_total', help: 'Reconciliations by result.', labelNames: ['controller', 'result'], registers: [registry] });
+    this.reconcileErrors = new Counter({ name: 'controller_runtime_reconcile_errors_total', help: 'Reconciliations that failed.', labelNames: ['controller'], registers: [registry] });
+    this.reconcileTime = new Histogram({
+      name: 'controller_runtime_reconcile_time_seconds',
+      help: 'Time per reconciliation.',
+      labelNames: ['controller'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    });
+  }
+
+  /** Starts the caches; resolves once all have listed (readiness). */
+  async startCaches(): Promise<void> {
+    await Promise.all(this.caches().map((i) => i.start()));
+  }
+
+  private caches(): CacheLifecycle[] {
+    return Object.values(this.informers);
+  }
+
+  cachesSynced(): boolean {
+    return this.caches().every((i) => i.hasSynced());
+  }
+
+  /** Starts the workers (only the leader does this). */
+  startWorkers(): void {
+    if (this.workersRunning) return;
+    this.workersRunning = true;
+    this.enqueueAll();
+    const count = this.options.workers ?? 5;
+    for (let i = 0; i < count; i++) this.workerLoops.push(this.workerLoop());
+    const resync = this.options.resyncPeriodMs ?? 10 * 60_000;
+    const timer = setInterval(() => this.enqueueAll(), resync);
+    timer.unref();
+    this.resyncTimer = timer;
+  }
+
+  private resyncTimer: NodeJS.Timeout | undefined;
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    if (this.resyncTimer) clearInterval(this.resyncTimer);
+    this.queue.shutDown();
+    await Promise.allSettled(this.workerLoops);
+    await Promise.allSettled(this.caches().map((i) => i.stop()));
+  }
+
+  /** Seed inventory straight from the caches. */
+  inventory(): SeedInventory {
+    const i = this.informers;
+    return {
+      extensions: i.extensions.list(),
+      clusters: i.clusters.list(),
+      infrastructures: i.infrastructures.list(),
+      gateways: i.gateways.list(),
+      deployments: i.deployments.list(),
+      services: i.services.list(),
+      configMaps: i.configMaps.list(),
+    };
+  }
+
+  private gateways(): GatewayWorkload[] {
+    return seedGatewayWorkloads(this.informers.deployments.list());
+  }
+
+  private enqueueNamespace(namespace: string): void {
+    for (const ext of this.informers.extensions.list(namespace)) {
+      if (ext.spec.type === EXTENSION_TYPE) this.queue.add(`${EXT_PREFIX}${namespace}/${ext.metadata.name}`);
+    }
+  }
+
+  /** Nothing queued and nothing being processed (keys parked by addAfter do not count). */
+  idle(): boolean {
+    return this.queue.len() === 0 && this.inFlight === 0;
+  }
+
+  /** A full resync now: every Extension and the combined filters. */
+  resync(): void {
+    this.enqueueAll();
+  }
+
+  private enqueueAll(): void {
+    for (const ext of this.informers.extensions.list()) {
+      if (ext.spec.type === EXTENSION_TYPE) this.queue.add(`${EXT_PREFIX}${ext.metadata.namespace}/${ext.metadata.name}`);
+    }
+    this.queue.add(COMBINED_KEY);
+  }
+
+  private async syncCombined(): Promise<void> {
+    const result = await this.combined.sync();
+    if (result.applied + result.deleted > 0) this.lastCombinedWrite = Date.now();
+  }
+
+  private async process(key: string): Promise<'done' | 'retry'> {
+    if (key === COMBINED_KEY) {
+      const wait = this.lastCombinedWrite + (this.options.combinedMinIntervalMs ?? 0) - Date.now();
+      if (wait > 0) {
+        this.queue.addAfter(COMBINED_KEY, wait);
+        return 'done';
+      }
+      await this.syncCombined();
+      return 'done';
+    }
+    const [namespace, name] = key.slice(EXT_PREFIX.length).split('/');
+    const ext = this.informers.extensions.get(name ?? '', namespace);
+    if (!ext) return 'done';
+    const outcome = await this.reconciler.reconcile(ext);
+    return outcome.kind;
+  }
+
+  private async workerLoop(): Promise<void> {
+    for (;;) {
+      const key = await this.queue.get();
+      if (key === undefined || this.stopping) return;
+      const controller = key === COMBINED_KEY ? 'acl-combined' : 'acl';
+      const end = this.reconcileTime.startTimer({ controller });
+      this.inFlight++;
+      try {
+        const result = await this.process(key);
+        if (result === 'retry') {
+          this.queue.addRateLimited(key);
+          this.reconcileTotal.inc({ controller, result: 'requeue' });
+        } else {
+          this.queue.forget(key);
+          this.reconcileTotal.inc({ controller, result: 'success' });
+        }
+      } catch (error) {
+        this.reconcileErrors.inc({ controller });
+        this.reconcileTotal.inc({ controller, result: 'error' });
+        const shoot = key.startsWith(EXT_PREFIX) ? key.slice(EXT_PREFIX.length).split('/')[0] : undefined;
+        this.options.logger.error({ err: error, key, ...(shoot ? { shoot } : {}) }, 'reconcile failed; retrying with backoff');
+        this.queue.addRateLimited(key);
+      } finally {
+        end();
+        this.inFlight--;
+        this.queue.done(key);
+      }
+    }
+  }
+}

@@ -1,0 +1,28 @@
+// Kubernetes Events on the Extension, so a shoot owner (via gardenlet) sees why the ACL is not applied.
+import { randomBytes } from 'node:crypto';
+import type { Extension } from '../gardener/objects.js';
+import type { ClusterClient } from './cluster-client.js';
+
+export async function recordWarningEvent(client: ClusterClient, ext: Extension, reason: string, message: string, now: Date): Promise<void> {
+  const time = now.toISOString();
+  await client.createIfAbsent({
+    apiVersion: 'v1',
+    kind: 'Event',
+    metadata: { name: `${ext.metadata.name}.${randomBytes(8).toString('hex')}`, namespace: ext.metadata.namespace },
+    involvedObject: {
+      apiVersion: ext.apiVersion,
+      kind: 'Extension',
+      name: ext.metadata.name,
+      namespace: ext.metadata.namespace,
+      ...((ext.metadata as { uid?: string }).uid ? { uid: (ext.metadata as { uid?: string }).uid } : {}),
+    },
+    reason,
+    // The Event API limits messages to 1 KiB.
+    message: message.length > 1024 ? `${message.slice(0, 1021)}...` : message,
+    type: 'Warning',
+    source: { component: 'gardener-acl' },
+    firstTimestamp: time,
+    lastTimestamp: time,
+    count: 1,
+  } as Parameters<ClusterClient['createIfAbsent']>[0]);
+}

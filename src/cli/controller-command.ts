@@ -1,0 +1,165 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { parseArgs } from 'node:util';
+import { KubeConfig } from '@kubernetes/client-node';
+import { pino } from 'pino';
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import { z } from 'zod';
+import { formatFieldErrors } from '../acl/field-errors.js';
+import { parseOperatorConfig, type OperatorConfig } from '../acl/operator-config.js';
+import { AclController } from '../actuator/controller.js';
+import { KubeClusterClient } from '../actuator/kube-cluster-client.js';
+import { formatProblem } from '../gardener/problems.js';
+import { LeaderElector } from '../kube/leader-election.js';
+import { createLeaderElectionMetrics } from '../kube/metrics.js';
+import type { CommandIO } from './render-command.js';
+import { loadDocuments } from './load-documents.js';
+import { startProbeServer } from './probe-server.js';
+
+export const CONTROLLER_USAGE = `usage: gardener-acl controller [options]
+
+Runs the extension controller for Extensions of type acl on a seed.
+
+  --kubeconfig PATH                 kubeconfig (default: $KUBECONFIG, else in-cluster)
+  --config PATH                     OperatorConfiguration YAML (default: built-in defaults)
+  --leader-elect true|false         Lease leader election (default true)
+  --leader-election-namespace NS    default: $LEADER_ELECTION_NAMESPACE or garden
+  --leader-election-id NAME         default: gardener-acl-leader-election
+  --probe-port PORT                 /healthz, /readyz, /metrics (default 8080)
+  --workers N                       concurrent reconciles (default 5)
+  --resync-period DURATION          full resync (default 10m)
+  --combined-min-interval DURATION  least time between writes of the combined filters (default 60s)
+  --log-level LEVEL                 trace|debug|info|warn|error (default info)`;
+
+const durationSchema = z.string().transform((text, ctx) => {
+  const match = /^(\d+)(ms|s|m|h)$/.exec(text.trim());
+  if (!match) {
+    ctx.addIssue({ code: 'custom', message: `"${text}" is not a duration; write e.g. 500ms, 30s, 10m or 1h` });
+    return z.NEVER;
+  }
+  return Number(match[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[match[2] as 'ms' | 's' | 'm' | 'h'];
+});
+
+const argsSchema = z.object({
+  kubeconfig: z.string().optional(),
+  config: z.string().optional(),
+  'leader-elect': z.enum(['true', 'false'], { error: '--leader-elect must be true or false' }).transform((v) => v === 'true'),
+  'leader-election-namespace': z.string().min(1),
+  'leader-election-id': z.string().min(1),
+  'probe-port': z.coerce.number({ error: '--probe-port must be a port number' }).int().min(0).max(65535),
+  workers: z.coerce.number({ error: '--workers must be a number' }).int().min(1).max(100),
+  'resync-period': durationSchema,
+  'combined-min-interval': durationSchema,
+  'log-level': z.enum(['trace', 'debug', 'info', 'warn', 'error']),
+});
+
+async function operatorConfigFrom(path: string | undefined): Promise<{ config: OperatorConfig } | { error: string }> {
+  if (!path) {
+    const defaults = parseOperatorConfig(undefined);
+    return defaults.ok ? { config: defaults.config } : { error: formatFieldErrors(defaults.errors) };
+  }
+  const { objects, problems } = await loadDocuments([path]);
+  if (problems.length > 0) return { error: problems.map(formatProblem).join('\n') };
+  const docs = objects.filter((o) => (o.object as { kind?: unknown }).kind === 'OperatorConfiguration');
+  if (docs.length !== 1) return { error: `${path}: expected exactly one OperatorConfiguration document, found ${docs.length}` };
+  const parsed = parseOperatorConfig(docs[0]?.object);
+  return parsed.ok ? { config: parsed.config } : { error: `${path}: ${formatFieldErrors(parsed.errors)}` };
+}
+
+export async function controllerCommand(argv: readonly string[], io: CommandIO): Promise<number> {
+  let raw;
+  try {
+    raw = parseArgs({
+      args: [...argv],
+      options: {
+        kubeconfig: { type: 'string' },
+        config: { type: 'string' },
+        'leader-elect': { type: 'string', default: 'true' },
+        'leader-election-namespace': { type: 'string', default: process.env.LEADER_ELECTION_NAMESPACE ?? 'garden' },
+        'leader-election-id': { type: 'string', default: 'gardener-acl-leader-election' },
+        'probe-port': { type: 'string', default: '8080' },
+        workers: { type: 'string', default: '5' },
+        'resync-period': { type: 'string', default: '10m' },
+        'combined-min-interval': { type: 'string', default: '60s' },
+        'log-level': { type: 'string', default: 'info' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (error) {
+    io.stderr(`${(error as Error).message}\n${CONTROLLER_USAGE}\n`);
+    return 2;
+  }
+  if (raw.values.help) {
+    io.stdout(`${CONTROLLER_USAGE}\n`);
+    return 0;
+  }
+  const args = argsSchema.safeParse(raw.values);
+  if (!args.success) {
+    io.stderr(`${args.error.issues.map((i) => (i.path.length ? `--${String(i.path[0])}: ${i.message}` : i.message)).join('\n')}\n${CONTROLLER_USAGE}\n`);
+    return 2;
+  }
+  const a = args.data;
+  const operator = await operatorConfigFrom(a.config);
+  if ('error' in operator) {
+    io.stderr(`${operator.error}\n`);
+    return 2;
+  }
+
+  const logger = pino({ level: a['log-level'], base: { component: 'gardener-acl-controller' } });
+  const kubeConfig = new KubeConfig();
+  const kubeconfigPath = a.kubeconfig ?? process.env.KUBECONFIG;
+  if (kubeconfigPath) kubeConfig.loadFromFile(kubeconfigPath);
+  else kubeConfig.loadFromCluster();
+
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const client = new KubeClusterClient(kubeConfig, { registry });
+  const controller = new AclController({
+    kubeConfig,
+    client,
+    operator: operator.config,
+    logger,
+    registry,
+    workers: a.workers,
+    resyncPeriodMs: a['resync-period'],
+    combinedMinIntervalMs: a['combined-min-interval'],
+  });
+  const probes = await startProbeServer({ port: a['probe-port'], registry, ready: () => controller.cachesSynced() });
+
+  const elector = a['leader-elect']
+    ? new LeaderElector({
+        kubeConfig,
+        namespace: a['leader-election-namespace'],
+        name: a['leader-election-id'],
+        identity: `${hostname()}_${randomUUID()}`,
+        metrics: createLeaderElectionMetrics(registry),
+        logger,
+        onStartedLeading: () => {
+          logger.info('became leader; starting workers');
+          controller.startWorkers();
+        },
+        // Like controller-runtime: a replica that lost the lease exits rather than risk two writers.
+        onStoppedLeading: (reason) => {
+          if (reason !== 'lost') return;
+          logger.error('lost leadership; exiting');
+          void shutdown(1);
+        },
+      })
+    : undefined;
+  async function shutdown(code: number): Promise<void> {
+    logger.info('shutting down');
+    await elector?.stop();
+    await controller.stop();
+    probes.close();
+    process.exit(code);
+  }
+  process.once('SIGTERM', () => void shutdown(0));
+  process.once('SIGINT', () => void shutdown(0));
+
+  await controller.startCaches();
+  logger.info('caches synced');
+  if (elector) await elector.run();
+  else controller.startWorkers();
+  // Runs until a signal or lost leadership ends the process.
+  return new Promise<number>(() => undefined);
+}

@@ -1,0 +1,286 @@
+// An informer (list, then watch from the list's resourceVersion, keep a cache, report changes)
+// that keeps running through API server restarts, dropped connections and expired
+// resourceVersions.
+//
+// Own list+watch (list-watch.ts) instead of wrapping client-node's makeInformer, because in 1.4.0
+// that informer stops for good on any error (ECONNRESET, apiserver restart, 401) and would need
+// an outer restart loop anyway; its cache mixes deserialized list objects (Date timestamps) with
+// raw watch JSON; its watches have neither timeoutSeconds nor a client-side timeout (the 30 s
+// AbortSignal in watch.ts is overwritten); and every reconnect builds a new https.Agent.
+// Owning the loop makes the rules explicit:
+// - one loop, so at most one list or watch is in flight and restarts never pile up;
+// - failures back off exponentially with jitter (initialBackoffMs → maxBackoffMs); a watch that
+//   ran healthily resets the backoff;
+// - the server ends each watch after timeoutSeconds (clean re-watch from the last
+//   resourceVersion, no relist); a watchdog fails a watch silent for longer than that
+//   (half-open TCP connections), BOOKMARK events keep healthy idle watches talking;
+// - 410 Gone relists; the relist is diffed against the cache: `delete` for objects gone,
+//   `add` only for objects not cached, `update` only when resourceVersion changed.
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+
+import { jitteredDelay, sleep } from './backoff.js';
+import { describeError, isGone } from './errors.js';
+import { listAll, watchOnce, type WatchObjectEvent } from './list-watch.js';
+import { objectKey, objectMetadataSchema } from './object-json.js';
+
+export type ChangeEvent = 'add' | 'update' | 'delete';
+
+export interface ResilientInformerOptions<T> {
+  kubeConfig: KubeConfig;
+  /** List/watch path, e.g. '/apis/extensions.gardener.cloud/v1alpha1/extensions' or '/apis/apps/v1/deployments'. */
+  path: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  /** Turns a raw object into T (e.g. a zod safeParse); undefined = ignore the object (logged). */
+  parse: (raw: unknown) => T | undefined;
+  /** Called for every change after parse (the cache already shows it); errors are logged. */
+  onChange?: (event: ChangeEvent, obj: T, old?: T) => void;
+  /** Periodic full resync: calls onResync with every cached object (controller-runtime SyncPeriod). */
+  resyncPeriodMs?: number;
+  onResync?: (objects: T[]) => void;
+  logger: Logger;
+  /** Server-side watch timeout (default 300 s). */
+  watchTimeoutSeconds?: number;
+  /** Watchdog grace beyond watchTimeoutSeconds (default 30 s). */
+  watchdogGraceMs?: number;
+  /** Backoff after failures (defaults 500 ms → 30 s). */
+  initialBackoffMs?: number;
+  maxBackoffMs?: number;
+  /** Deadline of each list page request (default 60 s). */
+  listTimeoutMs?: number;
+}
+
+type Named = { metadata: { name: string; namespace?: string | undefined } };
+
+interface Entry<T> {
+  obj: T;
+  resourceVersion: string | undefined;
+}
+
+/** A watch counts as healthy (resets the backoff) after this long or after its first event. */
+const HEALTHY_WATCH_MS = 1_000;
+
+export class ResilientInformer<T extends Named> {
+  private readonly opts: ResilientInformerOptions<T>;
+  private readonly log: Logger;
+  private cache = new Map<string, Entry<T>>();
+  private resourceVersion: string | undefined;
+  private synced = false;
+  private loop: Promise<void> | undefined;
+  private readonly stopController = new AbortController();
+  private resyncTimer: NodeJS.Timeout | undefined;
+  private syncWaiter: { resolve: () => void; reject: (err: Error) => void } | undefined;
+  private syncPromise: Promise<void> | undefined;
+
+  constructor(options: ResilientInformerOptions<T>) {
+    this.opts = options;
+    this.log = options.logger.child({ informer: options.path });
+  }
+
+  /** Starts list+watch; resolves after the first successful list, rejects if stop() comes first. */
+  start(): Promise<void> {
+    if (this.syncPromise) return this.syncPromise;
+    if (this.stopController.signal.aborted) return Promise.reject(new Error('informer was stopped'));
+    this.syncPromise = new Promise<void>((resolve, reject) => {
+      this.syncWaiter = { resolve, reject };
+    });
+    this.loop = this.run();
+    if (this.opts.resyncPeriodMs !== undefined && this.opts.onResync) {
+      this.resyncTimer = setInterval(() => this.resync(), this.opts.resyncPeriodMs);
+    }
+    return this.syncPromise;
+  }
+
+  async stop(): Promise<void> {
+    this.stopController.abort(new Error('informer stopped'));
+    clearInterval(this.resyncTimer);
+    this.syncWaiter?.reject(new Error('informer stopped before its first list'));
+    this.syncWaiter = undefined;
+    await this.loop;
+  }
+
+  hasSynced(): boolean {
+    return this.synced;
+  }
+
+  /** Cached objects, optionally of one namespace. */
+  list(namespace?: string): T[] {
+    const out: T[] = [];
+    for (const { obj } of this.cache.values()) {
+      if (namespace === undefined || obj.metadata.namespace === namespace) out.push(obj);
+    }
+    return out;
+  }
+
+  get(name: string, namespace?: string): T | undefined {
+    return this.cache.get(objectKey(name, namespace))?.obj;
+  }
+
+  /** The resourceVersion the next watch starts from (undefined = next round relists). */
+  lastResourceVersion(): string | undefined {
+    return this.resourceVersion;
+  }
+
+  private get stopping(): boolean {
+    return this.stopController.signal.aborted;
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    const backoff = () =>
+      sleep(
+        jitteredDelay(this.opts.initialBackoffMs ?? 500, this.opts.maxBackoffMs ?? 30_000, failures - 1),
+        this.stopController.signal,
+      );
+    while (!this.stopping) {
+      if (this.resourceVersion === undefined) {
+        try {
+          await this.relist();
+        } catch (err) {
+          if (this.stopping) break;
+          failures++;
+          this.log.warn({ err: describeError(err), failures }, 'list failed; retrying with backoff');
+          await backoff();
+          continue;
+        }
+      }
+      const outcome = await this.watch();
+      if (this.stopping) break;
+      if (outcome.healthy) failures = 0;
+      if (outcome.error !== undefined && isGone(outcome.error)) {
+        this.log.info('resourceVersion expired; relisting');
+        this.resourceVersion = undefined;
+      } else if (outcome.error !== undefined) {
+        this.log.warn({ err: describeError(outcome.error) }, 'watch failed; restarting with backoff');
+      }
+      if (outcome.healthy && (outcome.error === undefined || isGone(outcome.error))) continue;
+      failures++;
+      await backoff();
+    }
+  }
+
+  private async watch(): Promise<{ healthy: boolean; error?: unknown }> {
+    const started = Date.now();
+    let events = 0;
+    const timeoutSeconds = this.opts.watchTimeoutSeconds ?? 300;
+    const resourceVersion = this.resourceVersion ?? '';
+    let error: unknown;
+    try {
+      await watchOnce(this.opts.kubeConfig, {
+        path: this.opts.path,
+        resourceVersion,
+        labelSelector: this.opts.labelSelector,
+        fieldSelector: this.opts.fieldSelector,
+        timeoutSeconds,
+        idleTimeoutMs: timeoutSeconds * 1000 + (this.opts.watchdogGraceMs ?? 30_000),
+        signal: this.stopController.signal,
+        onConnected: () => this.log.debug({ resourceVersion }, 'watching'),
+        onEvent: (event) => {
+          events++;
+          this.applyWatchEvent(event);
+        },
+      });
+    } catch (err) {
+      error = err;
+    }
+    return { healthy: events > 0 || Date.now() - started >= HEALTHY_WATCH_MS, error };
+  }
+
+  private async relist(): Promise<void> {
+    const list = await listAll(this.opts.kubeConfig, this.opts.path, {
+      labelSelector: this.opts.labelSelector,
+      fieldSelector: this.opts.fieldSelector,
+      signal: this.stopController.signal,
+      timeoutMs: this.opts.listTimeoutMs ?? 60_000,
+    });
+    if (this.stopping) return;
+    const previous = this.cache;
+    const next = new Map<string, Entry<T>>();
+    for (const raw of list.items) {
+      const meta = objectMetadataSchema.safeParse(raw.metadata);
+      if (!meta.success) continue;
+      const key = objectKey(meta.data.name, meta.data.namespace);
+      const entry = this.entryFor(raw, meta.data.resourceVersion, previous.get(key));
+      if (entry) next.set(key, entry);
+    }
+    const changes: [ChangeEvent, T, T?][] = [];
+    for (const [key, old] of previous) if (!next.has(key)) changes.push(['delete', old.obj, old.obj]);
+    for (const [key, entry] of next) {
+      const old = previous.get(key);
+      if (!old) changes.push(['add', entry.obj]);
+      else if (old !== entry && old.resourceVersion !== entry.resourceVersion) changes.push(['update', entry.obj, old.obj]);
+    }
+    this.cache = next;
+    this.resourceVersion = list.resourceVersion;
+    this.log.debug({ objects: next.size, changes: changes.length, resourceVersion: list.resourceVersion }, 'listed');
+    for (const [event, obj, old] of changes) this.emit(event, obj, old);
+    if (!this.synced) {
+      this.synced = true;
+      this.syncWaiter?.resolve();
+      this.syncWaiter = undefined;
+    }
+  }
+
+  /**
+   * The parsed object as a new entry, or else the cached entry as it is: a version that does not
+   * parse must not make the object look deleted (that could drop a shoot's protection).
+   */
+  private entryFor(raw: unknown, resourceVersion: string | undefined, cached: Entry<T> | undefined): Entry<T> | undefined {
+    const obj = this.opts.parse(raw);
+    if (obj !== undefined) return { obj, resourceVersion };
+    this.log.warn({ object: describeObject(raw), keptCached: cached !== undefined }, 'ignoring object that does not parse');
+    return cached;
+  }
+
+  private applyWatchEvent(event: WatchObjectEvent): void {
+    const meta = objectMetadataSchema.partial().safeParse(event.object.metadata);
+    const resourceVersion = meta.success ? meta.data.resourceVersion : undefined;
+    if (event.type !== 'BOOKMARK') this.applyObjectEvent(event);
+    if (resourceVersion !== undefined) this.resourceVersion = resourceVersion;
+  }
+
+  private applyObjectEvent(event: WatchObjectEvent): void {
+    const meta = objectMetadataSchema.safeParse(event.object.metadata);
+    if (!meta.success) {
+      this.log.warn({ type: event.type }, 'watch event without object metadata');
+      return;
+    }
+    const key = objectKey(meta.data.name, meta.data.namespace);
+    const old = this.cache.get(key);
+    if (event.type === 'DELETED') {
+      if (!old) return;
+      this.cache.delete(key);
+      this.emit('delete', this.opts.parse(event.object) ?? old.obj, old.obj);
+      return;
+    }
+    const entry = this.entryFor(event.object, meta.data.resourceVersion, old);
+    if (!entry || entry === old) return;
+    this.cache.set(key, entry);
+    // ADDED after a reconnect for an object already cached is not a new object.
+    if (!old) this.emit('add', entry.obj);
+    else if (old.resourceVersion !== entry.resourceVersion) this.emit('update', entry.obj, old.obj);
+  }
+
+  private emit(event: ChangeEvent, obj: T, old?: T): void {
+    try {
+      this.opts.onChange?.(event, obj, old);
+    } catch (err) {
+      this.log.error({ err: describeError(err), event, object: describeObject(obj) }, 'onChange handler failed');
+    }
+  }
+
+  private resync(): void {
+    if (!this.synced || this.stopping) return;
+    try {
+      this.opts.onResync?.(this.list());
+    } catch (err) {
+      this.log.error({ err: describeError(err) }, 'onResync handler failed');
+    }
+  }
+}
+
+function describeObject(raw: unknown): string {
+  const meta = typeof raw === 'object' && raw !== null && 'metadata' in raw ? objectMetadataSchema.safeParse(raw.metadata) : undefined;
+  return meta?.success ? objectKey(meta.data.name, meta.data.namespace) : '(unnamed object)';
+}

@@ -1,0 +1,224 @@
+// The extension controller against a real kube-apiserver: everything is asserted through objects
+// the API server stored, and every write the controller sends is counted.
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
+import { AclController } from '../../src/actuator/controller.js';
+import { KubeClusterClient } from '../../src/actuator/kube-cluster-client.js';
+import { MANAGED_RESOURCE_NAME } from '../../src/actuator/managed-resource.js';
+import { listAll } from '../../src/kube/list-watch.js';
+import { createObject, deleteObject, getObject, mergePatch, type ObjectRef } from '../../src/kube/objects-client.js';
+import type { ControlPlane } from '../kube/control-plane.js';
+import { eventually, sleep, startWithCRDs, testLogger } from '../kube/kube-test-helpers.js';
+import { applyManagedResourcesInPlaceOfResourceManager } from './resource-manager-stand-in.js';
+import { DEFAULT_GW, ZONAL_GW, aclExtension, allowRule, createSeed, denyRule, technicalID, type ShootFixture } from './seed-fixture.js';
+
+const A: ShootFixture = { project: 'p', name: 'a', providerConfig: allowRule('203.0.113.0/24') };
+const B: ShootFixture = { project: 'p', name: 'b', providerConfig: denyRule('198.51.100.0/24'), gateway: ZONAL_GW };
+const OPEN: ShootFixture = { project: 'p', name: 'open' };
+const C: ShootFixture = { project: 'q', name: 'c', providerConfig: allowRule('192.0.2.0/24') };
+
+const extRef = (ns: string): ObjectRef => ({ apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension', name: 'acl', namespace: ns });
+const mrRef = (ns: string): ObjectRef => ({ apiVersion: 'resources.gardener.cloud/v1alpha1', kind: 'ManagedResource', name: MANAGED_RESOURCE_NAME, namespace: ns });
+
+interface ExtensionView {
+  metadata: { annotations?: Record<string, string>; finalizers?: string[]; generation?: number; resourceVersion: string };
+  status?: { lastOperation?: { type: string; state: string }; lastError?: { description: string; codes?: string[] }; observedGeneration?: number; state?: { applied?: { rule: { cidrs: string[] } } } };
+}
+
+describe('extension controller on a real kube-apiserver', () => {
+  let cp: ControlPlane;
+  let controller: AclController;
+  const writes: string[] = [];
+
+  const ext = async (s: ShootFixture) => (await getObject(cp.kubeConfig, extRef(technicalID(s)))) as unknown as ExtensionView | undefined;
+  const combined = async () =>
+    (await listAll(cp.kubeConfig, '/apis/networking.istio.io/v1alpha3/envoyfilters', { labelSelector: 'acl.gardener.cloud/role=connect' })).items as {
+      metadata: { name: string; namespace: string; resourceVersion: string };
+      spec: { configPatches: { patch: { value: { typed_config: { rules: { policies: Record<string, unknown> } } } } }[] };
+    }[];
+  const policiesIn = async (namespace: string) =>
+    (await combined()).filter((f) => f.metadata.namespace === namespace).flatMap((f) => f.spec.configPatches.flatMap((p) => Object.keys(p.patch.value.typed_config.rules.policies)));
+
+  /** The controller has nothing queued or running, steadily. */
+  const settled = async (what: string) => {
+    await eventually(what, async () => {
+      if (!controller.idle()) return false;
+      await sleep(300);
+      return controller.idle();
+    }, 30_000);
+  };
+  const succeeded = (s: ShootFixture) =>
+    eventually(`${technicalID(s)} reconciled`, async () => {
+      const e = await ext(s);
+      return e?.status?.lastOperation?.state === 'Succeeded' && e.status.observedGeneration === e.metadata.generation && !e.metadata.annotations?.['gardener.cloud/operation'] && e;
+    }, 30_000);
+
+  beforeAll(async () => {
+    cp = await startWithCRDs([]);
+    await createSeed(cp.kubeConfig, [DEFAULT_GW, ZONAL_GW], [A, B, OPEN]);
+    controller = new AclController({
+      kubeConfig: cp.kubeConfig,
+      client: new KubeClusterClient(cp.kubeConfig, { onWrite: (verb, kind) => writes.push(`${verb} ${kind}`) }),
+      operator: defaultOperatorConfig(),
+      logger: testLogger(),
+      registry: new Registry(),
+      workers: 2,
+      resyncPeriodMs: 3_600_000,
+      combinedMinIntervalMs: 0,
+    });
+    await controller.startCaches();
+    controller.startWorkers();
+  }, 120_000);
+
+  afterAll(async () => {
+    await controller?.stop();
+    await cp?.stop();
+  });
+
+  it('a new ACL shoot gets its ManagedResource and appears in the combined filter of every gateway', async () => {
+    for (const s of [A, B]) {
+      const e = await succeeded(s);
+      expect(e.metadata.finalizers).toContain('extensions.gardener.cloud/acl');
+      expect(e.status?.state?.applied?.rule.cidrs).toEqual(s === A ? ['203.0.113.0/24'] : ['198.51.100.0/24']);
+      expect(await getObject(cp.kubeConfig, mrRef(technicalID(s)))).toBeDefined();
+    }
+    expect(await getObject(cp.kubeConfig, mrRef(technicalID(OPEN)))).toBeUndefined();
+    await settled('initial convergence');
+    for (const gw of [DEFAULT_GW, ZONAL_GW]) {
+      expect((await policiesIn(gw.namespace)).sort()).toEqual(['shoot--p--a', 'shoot--p--a', 'shoot--p--b', 'shoot--p--b']);
+    }
+    // gardener-resource-manager's part, played by the stand-in: the per-shoot filters land in the gateway namespaces.
+    const grm = await applyManagedResourcesInPlaceOfResourceManager(cp.kubeConfig);
+    expect(grm.applied.sort()).toEqual(['EnvoyFilter istio-ingress--z1/acl-shoot--p--b', 'EnvoyFilter istio-ingress/acl-shoot--p--a']);
+  });
+
+  it('an unchanged resync performs zero writes', async () => {
+    await settled('before resync');
+    writes.length = 0;
+    controller.resync();
+    await settled('resync');
+    expect(writes).toEqual([]);
+  });
+
+  it('a rule change rewrites only that shoot’s objects and the combined shards holding it', async () => {
+    await settled('before change');
+    const bManagedResource = await getObject(cp.kubeConfig, mrRef(technicalID(B)));
+    writes.length = 0;
+    await mergePatch(cp.kubeConfig, extRef(technicalID(A)), {
+      metadata: { annotations: { 'gardener.cloud/operation': 'reconcile' } },
+      spec: { providerConfig: allowRule('203.0.113.0/24', '2001:db8::/32') },
+    });
+    await eventually('new rule recorded', async () => (await ext(A))?.status?.state?.applied?.rule.cidrs.length === 2);
+    await settled('after change');
+    expect(writes.sort()).toEqual(
+      [
+        'apply EnvoyFilter', 'apply EnvoyFilter', 'apply EnvoyFilter', 'apply EnvoyFilter', // 2 ports x 2 gateways, one shard each
+        'apply ManagedResource',
+        'create Secret',
+        'delete Secret',
+        'patch Extension', // reconcile annotation removed
+        'patch-status Extension',
+      ].sort(),
+    );
+    expect((await getObject(cp.kubeConfig, mrRef(technicalID(B))))?.['metadata']).toEqual(bManagedResource?.['metadata']);
+  });
+
+  it('an invalid providerConfig sets lastError and keeps the previous protection', async () => {
+    await settled('before invalid change');
+    const mrBefore = await getObject(cp.kubeConfig, mrRef(technicalID(A)));
+    const combinedBefore = JSON.stringify(await combined());
+    await mergePatch(cp.kubeConfig, extRef(technicalID(A)), {
+      metadata: { annotations: { 'gardener.cloud/operation': 'reconcile' } },
+      spec: { providerConfig: allowRule('203.0.113.0/24', '10.0.0.300/8') },
+    });
+    const e = await eventually('lastError', async () => (await ext(A))?.status?.lastError && (await ext(A)));
+    expect(e.status?.lastOperation?.state).toBe('Error');
+    expect(e.status?.lastError?.codes).toEqual(['ERR_CONFIGURATION_PROBLEM']);
+    expect(e.status?.lastError?.description).toContain(
+      'spec.providerConfig.rule.cidrs[1]: "10.0.0.300/8" is not a valid CIDR ("10.0.0.300" is not an IPv4 address); write a range like 203.0.113.0/24 or 2001:db8::/48',
+    );
+    await settled('after invalid change');
+    expect((await getObject(cp.kubeConfig, mrRef(technicalID(A))))?.['spec']).toEqual(mrBefore?.['spec']);
+    expect(JSON.stringify(await combined())).toBe(combinedBefore);
+    const events = (await listAll(cp.kubeConfig, `/api/v1/namespaces/${technicalID(A)}/events`)).items as { reason: string; message: string }[];
+    expect(events.map((ev) => ev.reason)).toContain('InvalidACL');
+    // Fixing the rule clears the error.
+    await mergePatch(cp.kubeConfig, extRef(technicalID(A)), {
+      metadata: { annotations: { 'gardener.cloud/operation': 'reconcile' } },
+      spec: { providerConfig: allowRule('203.0.113.0/24') },
+    });
+    const fixed = await succeeded(A);
+    expect(fixed.status?.lastError).toBeUndefined();
+  });
+
+  it('delete removes exactly that shoot: its ManagedResource, its combined policies, then the finalizer', async () => {
+    await createSeed(cp.kubeConfig, [], [C]);
+    await succeeded(C);
+    await settled('C added');
+    expect(await policiesIn(DEFAULT_GW.namespace)).toContain('shoot--q--c');
+    await deleteObject(cp.kubeConfig, extRef(technicalID(C)));
+    await eventually('C gone', async () => (await ext(C)) === undefined, 30_000);
+    await settled('C deleted');
+    expect(await getObject(cp.kubeConfig, mrRef(technicalID(C)))).toBeUndefined();
+    for (const gw of [DEFAULT_GW, ZONAL_GW]) expect(await policiesIn(gw.namespace)).not.toContain('shoot--q--c');
+    expect((await policiesIn(DEFAULT_GW.namespace)).sort()).toEqual(['shoot--p--a', 'shoot--p--a', 'shoot--p--b', 'shoot--p--b']);
+  });
+
+  it('migrate removes the shoot from this seed but keeps its state; restore rebuilds it', async () => {
+    await settled('before migrate');
+    await mergePatch(cp.kubeConfig, extRef(technicalID(B)), { metadata: { annotations: { 'gardener.cloud/operation': 'migrate' } } });
+    const migrated = await eventually('migrated', async () => {
+      const e = await ext(B);
+      const finalizerGone = !(e?.metadata.finalizers ?? []).includes('extensions.gardener.cloud/acl');
+      return e?.status?.lastOperation?.type === 'Migrate' && e.status.lastOperation.state === 'Succeeded' && !e.metadata.annotations?.['gardener.cloud/operation'] && finalizerGone && e;
+    }, 30_000);
+    expect(migrated.status?.state?.applied?.rule.cidrs).toEqual(['198.51.100.0/24']);
+    await settled('after migrate');
+    expect(await getObject(cp.kubeConfig, mrRef(technicalID(B)))).toBeUndefined();
+    for (const gw of [DEFAULT_GW, ZONAL_GW]) expect(await policiesIn(gw.namespace)).not.toContain('shoot--p--b');
+    const grm = await applyManagedResourcesInPlaceOfResourceManager(cp.kubeConfig);
+    expect(grm.deleted).toEqual(['EnvoyFilter istio-ingress--z1/acl-shoot--p--b']);
+
+    await mergePatch(cp.kubeConfig, extRef(technicalID(B)), { metadata: { annotations: { 'gardener.cloud/operation': 'restore' } } });
+    const restored = await eventually('restored', async () => {
+      const e = await ext(B);
+      return e?.status?.lastOperation?.type === 'Restore' && e.status.lastOperation.state === 'Succeeded' && !e.metadata.annotations?.['gardener.cloud/operation'] && e;
+    }, 30_000);
+    expect(restored.metadata.finalizers).toContain('extensions.gardener.cloud/acl');
+    await settled('after restore');
+    expect(await getObject(cp.kubeConfig, mrRef(technicalID(B)))).toBeDefined();
+    for (const gw of [DEFAULT_GW, ZONAL_GW]) expect(await policiesIn(gw.namespace)).toContain('shoot--p--b');
+  });
+
+  it('recovers after the API server restarts mid-run, with no lost or duplicated effect', async () => {
+    await settled('before restart');
+    await cp.stopApiServer();
+    await sleep(1_000);
+    await cp.startApiServer();
+    const D: ShootFixture = { project: 'q', name: 'd', providerConfig: allowRule('192.0.2.0/24') };
+    await createSeed(cp.kubeConfig, [], [D]);
+    await succeeded(D);
+    // Informers reconnect at their own pace; the ManagedResource follows once the Gateway is seen.
+    await eventually('D ManagedResource', () => getObject(cp.kubeConfig, mrRef(technicalID(D))), 60_000);
+    await settled('after restart');
+    const secrets = (await listAll(cp.kubeConfig, `/api/v1/namespaces/${technicalID(D)}/secrets`)).items;
+    expect(secrets).toHaveLength(1);
+    expect(await policiesIn(ZONAL_GW.namespace)).toContain('shoot--q--d');
+    writes.length = 0;
+    controller.resync();
+    await settled('resync after restart');
+    expect(writes).toEqual([]);
+  });
+
+  it('creates no object for a shoot whose Extension was never valid', async () => {
+    const E: ShootFixture = { project: 'q', name: 'e' };
+    await createSeed(cp.kubeConfig, [], [E]);
+    await createObject(cp.kubeConfig, aclExtension(technicalID(E), { rule: { action: 'MAYBE', type: 'remote_ip', cidrs: ['192.0.2.0/24'] } }));
+    const e = await eventually('lastError', async () => (await ext(E))?.status?.lastError && (await ext(E)));
+    expect(e.status?.lastError?.description).toContain('spec.providerConfig.rule.action: "MAYBE" is not a valid action; use ALLOW or DENY');
+    await settled('E invalid');
+    expect(await getObject(cp.kubeConfig, mrRef(technicalID(E)))).toBeUndefined();
+    expect(await policiesIn(DEFAULT_GW.namespace)).not.toContain('shoot--q--e');
+  });
+});

@@ -1,0 +1,70 @@
+// One ingress gateway of a seed as Istio rendered it, served by a real Envoy on loopback: echo
+// servers named like Istio's clusters, the static bootstrap of istio-bootstrap.ts, and the
+// harness's Envoy process. The Istio-rendered counterpart of test/envoy/live-gateway.ts.
+
+import { EchoUpstreams } from '../envoy/echo-upstreams.js';
+import { startEnvoy, type BoundAddress, type EnvoyInstance } from '../envoy/envoy-process.js';
+import { ISTIO_PROXY_RUNTIME, type GatewayListener } from '../envoy/gardener-gateway.js';
+import { getString } from '../envoy/json.js';
+import { planStaticGateway, staticGatewayBootstrap, type StaticGatewayPlan } from './istio-bootstrap.js';
+import type { IstioRenderOutput } from './istio-render.js';
+import { staticSecrets } from './throwaway-certs.js';
+
+export interface IstioGateway {
+  readonly envoy: EnvoyInstance;
+  readonly echo: EchoUpstreams;
+  readonly plan: StaticGatewayPlan;
+  /** Listener names by the port Istio rendered them on (the logical→bound map is the Envoy's). */
+  readonly listenersByPort: ReadonlyMap<number, string>;
+  /** Where the listener Istio rendered on `logicalPort` is bound (127.0.0.1 or ::1). */
+  endpoint(logicalPort: number, family?: 4 | 6): Promise<BoundAddress>;
+  /** The clusters this gateway has (an HTTP CONNECT can only tunnel to one of them). */
+  readonly clusters: ReadonlySet<string>;
+  stop(): Promise<void>;
+}
+
+function listenerNamesByPort(listeners: readonly GatewayListener[]): Map<number, string> {
+  const byPort = new Map<number, string>();
+  for (const listener of listeners) {
+    const name = getString(listener.config, 'name');
+    if (name === undefined) throw new Error(`listener on ${listener.logicalPort} has no name`);
+    if (byPort.has(listener.logicalPort)) throw new Error(`two listeners on port ${listener.logicalPort}`);
+    byPort.set(listener.logicalPort, name);
+  }
+  return byPort;
+}
+
+export async function startIstioGateway(render: IstioRenderOutput): Promise<IstioGateway> {
+  const plan = planStaticGateway(render);
+  const listenersByPort = listenerNamesByPort(plan.listeners);
+  const echo = await EchoUpstreams.start(plan.upstreams);
+  try {
+    const bootstrap = staticGatewayBootstrap({
+      render,
+      plan,
+      upstreamPorts: echo.ports(),
+      secrets: await staticSecrets(plan.sdsSecretNames),
+      runtime: ISTIO_PROXY_RUNTIME,
+    });
+    const envoy = await startEnvoy({ bootstrap });
+    const clusters = new Set(render.clusters.map((cluster) => getString(cluster, 'name') ?? ''));
+    return {
+      envoy,
+      echo,
+      plan,
+      listenersByPort,
+      clusters,
+      async endpoint(logicalPort, family) {
+        const name = listenersByPort.get(logicalPort);
+        if (name === undefined) throw new Error(`Istio rendered no listener on port ${logicalPort} (has ${[...listenersByPort.keys()].join(', ')})`);
+        return envoy.boundAddress(name, family);
+      },
+      async stop() {
+        await Promise.allSettled([envoy.stop(), echo.close()]);
+      },
+    };
+  } catch (error) {
+    await echo.close();
+    throw error;
+  }
+}

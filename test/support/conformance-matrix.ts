@@ -1,0 +1,172 @@
+// The adversarial connection matrix shared by the real-Envoy conformance suites (the hand-built
+// gateway in test/envoy and the Istio-rendered one in test/istio): the shoots whose names collide
+// on purpose, the clients (PROXY-protocol claims, loopback peers, both IP families) and the
+// HTTP-CONNECT header sets. Every expected verdict comes from the oracle (DESIGN section 3), so a
+// suite that uses other shoots or always-allowed ranges only needs other OracleShoots.
+
+import { encodeProxyV2Header, type ConnectResult } from '../envoy/clients.js';
+import { admits, connectAdmitted, type OracleClient, type OracleShoot } from '../oracle/acl-semantics.js';
+import { addr } from '../oracle/addresses.js';
+import { kapi, socket, vpn, type Headers } from './decide.js';
+
+export interface MatrixRule {
+  readonly action: string;
+  readonly type: string;
+  readonly cidrs: readonly string[];
+}
+
+export interface MatrixShoot {
+  readonly id: string;
+  /** Omitted: the shoot has no ACL. */
+  readonly rule?: MatrixRule;
+}
+
+/**
+ * Prefix-colliding names, a project-suffix pair, a legacy ID whose socket value is a substring of
+ * another shoot's, ALLOW and DENY, IPv4 and IPv6, a direct-peer rule, shoots without ACL. The
+ * client labels below refer to these rules.
+ */
+export const MATRIX_SHOOTS: readonly MatrixShoot[] = [
+  { id: 'shoot--p--foo', rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['203.0.113.0/24', '2001:db8:a::/48'] } },
+  { id: 'shoot--p--foo-bar' },
+  { id: 'shoot--bar--a', rule: { action: 'deny', type: 'remote_ip', cidrs: ['198.51.100.0/24', '2001:db8:b::/48'] } },
+  { id: 'shoot--x-bar--a' },
+  { id: 'shoot-q--foo', rule: { action: 'ALLOW', type: 'direct_remote_ip', cidrs: ['127.0.0.8/29', '::1/128'] } },
+  { id: 'shoot--xshoot-q--foo', rule: { action: 'ALLOW', type: 'source_ip', cidrs: ['192.0.2.0/24'] } },
+];
+
+/** The shoot whose VPN header values carry an HA server index. */
+export const HA_SHOOT = 'shoot--p--foo';
+
+export interface Client {
+  readonly label: string;
+  /** The client address the PROXY v2 header claims; undefined: no header, the loopback peer is the client. */
+  readonly proxySource?: string;
+  readonly proxyFamily?: 'TCP4' | 'TCP6';
+  readonly localAddress?: string;
+  readonly listenerFamily: 4 | 6;
+}
+
+export const CLIENTS: readonly Client[] = [
+  { label: 'shoot foo range, IPv4', proxySource: '203.0.113.9', listenerFamily: 4 },
+  { label: 'shoot foo range, IPv4-mapped', proxySource: '203.0.113.9', proxyFamily: 'TCP6', listenerFamily: 4 },
+  { label: 'shoot foo range, IPv6', proxySource: '2001:db8:a::5', listenerFamily: 4 },
+  { label: 'outsider IPv4', proxySource: '100.64.1.1', listenerFamily: 4 },
+  { label: 'outsider IPv4-mapped', proxySource: '100.64.1.1', proxyFamily: 'TCP6', listenerFamily: 4 },
+  { label: 'outsider IPv6', proxySource: '2001:db8:ffff::1', listenerFamily: 4 },
+  { label: 'seed node (always allowed)', proxySource: '10.250.1.1', listenerFamily: 4 },
+  { label: 'seed node, IPv4-mapped', proxySource: '10.250.1.1', proxyFamily: 'TCP6', listenerFamily: 4 },
+  { label: 'denied by bar--a, IPv4', proxySource: '198.51.100.7', listenerFamily: 4 },
+  { label: 'denied by bar--a, IPv4-mapped', proxySource: '198.51.100.7', proxyFamily: 'TCP6', listenerFamily: 4 },
+  { label: 'xshoot range via source_ip', proxySource: '192.0.2.77', listenerFamily: 4 },
+  { label: 'loopback peer 127.0.0.9, no PROXY', localAddress: '127.0.0.9', listenerFamily: 4 },
+  { label: 'outsider via PROXY from peer 127.0.0.9', proxySource: '100.64.1.1', localAddress: '127.0.0.9', listenerFamily: 4 },
+  { label: 'loopback peer 127.0.0.20, no PROXY', localAddress: '127.0.0.20', listenerFamily: 4 },
+  { label: 'IPv6 loopback peer ::1, no PROXY', listenerFamily: 6 },
+];
+
+/** An outsider of every ALLOW rule, for spot checks. */
+export const OUTSIDER: Client = { label: 'outsider', proxySource: '100.64.1.1', listenerFamily: 4 };
+
+/** What the oracle sees of a client: Envoy's remote address (PROXY source if any) and the physical peer. */
+export function oracleClient(c: Client): OracleClient {
+  const peer = c.localAddress ?? (c.listenerFamily === 6 ? '::1' : '127.0.0.1');
+  const claimed = c.proxySource === undefined ? peer : c.proxyFamily === 'TCP6' && !c.proxySource.includes(':') ? `::ffff:${c.proxySource}` : c.proxySource;
+  return { remote: addr(claimed), direct: addr(peer) };
+}
+
+/** The client's PROXY v2 header (undefined for clients that send none). */
+export function proxyHeader(c: Client, destination = { address: c.proxySource?.includes(':') ? '2001:db8::1' : '192.0.2.1', port: 443 }): Buffer | undefined {
+  if (c.proxySource === undefined) return undefined;
+  return encodeProxyV2Header({ source: { address: c.proxySource, port: 40_000 }, destination, family: c.proxyFamily });
+}
+
+/**
+ * Header sets: each form alone on each header, case variants, pairs, repeats, comma-joined values.
+ * `haVpnIndex` is the server index used in the HA shoot's VPN value (the seed may run fewer servers).
+ */
+export function headerSets(haVpnIndex = 3): Headers[] {
+  const sets: Headers[] = [];
+  for (const { id } of MATRIX_SHOOTS) {
+    const forms = [kapi(id), socket(id), id === HA_SHOOT ? vpn(id, haVpnIndex) : vpn(id)];
+    for (const form of forms) for (const name of ['X-Gardener-Destination', 'Reversed-VPN']) sets.push([[name, form]]);
+    sets.push([['x-GARDENER-destination', kapi(id)]], [['REVERSED-VPN', socket(id)]], [['X-Gardener-Destination', socket(id).toUpperCase()]]);
+  }
+  const pairs: [string, string][] = [
+    ['shoot--p--foo', 'shoot--bar--a'],
+    ['shoot--bar--a', 'shoot--p--foo'],
+    ['shoot--p--foo-bar', 'shoot--p--foo'],
+    ['shoot--p--foo', 'shoot--p--foo-bar'],
+    ['shoot--xshoot-q--foo', 'shoot-q--foo'],
+    ['shoot-q--foo', 'shoot--x-bar--a'],
+  ];
+  for (const [a, b] of pairs) {
+    sets.push(
+      [['Reversed-VPN', kapi(a)], ['X-Gardener-Destination', kapi(b)]],
+      [['X-Gardener-Destination', socket(a)], ['Reversed-VPN', socket(b)]],
+      [['X-Gardener-Destination', kapi(a)], ['X-Gardener-Destination', socket(b)]],
+      [['Reversed-VPN', `${kapi(a)},${socket(b)}`]],
+    );
+  }
+  sets.push([['X-Other', kapi('shoot--p--foo')]], [['X-Gardener-Destination', 'outbound|443||kube-apiserver.garden.svc.cluster.local']]);
+  return sets;
+}
+
+/** Runs `tasks` with bounded concurrency (the machine has two cores; Envoy needs one). */
+export async function runAll<T>(tasks: readonly (() => Promise<T>)[], concurrency = 8): Promise<T[]> {
+  const results: T[] = new Array<T>(tasks.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < tasks.length) {
+        const i = next++;
+        results[i] = await (tasks[i] as () => Promise<T>)();
+      }
+    }),
+  );
+  return results;
+}
+
+/** The cluster Gardener's CONNECT route sends the request to: the first value of its header, if the regex admits it. */
+export function routedCluster(headers: Headers, routeHeader: string, regex: RegExp): string | undefined {
+  const first = headers.find(([name]) => name.toLowerCase() === routeHeader.toLowerCase())?.[1];
+  return first !== undefined && regex.test(first) ? first : undefined;
+}
+
+export interface ConnectExpectation {
+  readonly oracle: readonly OracleShoot[];
+  readonly protectedHeaders: readonly string[];
+  /** The header the port's CONNECT route takes the cluster from, and the regex the route requires. */
+  readonly routeHeader: string;
+  readonly routeRegex: RegExp;
+  /** Clusters the gateway has; a routed request to one of them must tunnel there when admitted. */
+  readonly clusters: ReadonlySet<string>;
+}
+
+/** The CONNECT requests of the matrix: every header set from every client. */
+export function connectCases(haVpnIndex?: number): { client: Client; headers: Headers }[] {
+  const sets = headerSets(haVpnIndex);
+  return CLIENTS.flatMap((client) => sets.map((headers) => ({ client, headers })));
+}
+
+/** Whether DESIGN section 3 admits this CONNECT. */
+export function connectExpected(client: Client, headers: Headers, e: Pick<ConnectExpectation, 'oracle' | 'protectedHeaders'>): boolean {
+  return connectAdmitted(headers, oracleClient(client), e.protectedHeaders, e.oracle);
+}
+
+/** What is wrong with a real CONNECT's outcome (undefined: it is what DESIGN requires). */
+export function connectMismatch(client: Client, headers: Headers, result: Pick<ConnectResult, 'status' | 'tunnel'>, e: ConnectExpectation): string | undefined {
+  const expected = connectExpected(client, headers, e);
+  const routed = routedCluster(headers, e.routeHeader, e.routeRegex);
+  const problems: string[] = [];
+  if (!expected && (result.status !== 403 || result.tunnel)) problems.push(`expected 403, got ${result.status}`);
+  if (expected && result.status === 403) problems.push('denied but DESIGN admits');
+  if (expected && routed && e.clusters.has(routed) && (result.status !== 200 || result.tunnel?.cluster !== routed)) {
+    problems.push(`expected a tunnel to ${routed}, got ${result.status} ${JSON.stringify(result.tunnel)}`);
+  }
+  if (result.tunnel) {
+    const reached = e.oracle.find((s) => s.technicalID === result.tunnel?.shoot);
+    if (!reached || !admits(reached, oracleClient(client))) problems.push(`reached ${result.tunnel.shoot}, which does not admit the client`);
+  }
+  return problems.length === 0 ? undefined : `${client.label} ${JSON.stringify(headers)}: ${problems.join('; ')}`;
+}
