@@ -25,6 +25,9 @@ Runs the extension controller for Extensions of type acl on a seed.
   --leader-elect true|false         Lease leader election (default true)
   --leader-election-namespace NS    default: $LEADER_ELECTION_NAMESPACE or garden
   --leader-election-id NAME         default: gardener-acl-leader-election
+  --lease-duration DURATION         leader election lease duration (default 15s)
+  --renew-deadline DURATION         leader gives up after failing to renew this long (default 10s)
+  --retry-period DURATION           leader election retry period (default 2s)
   --probe-port PORT                 /healthz, /readyz, /metrics (default 8080)
   --workers N                       concurrent reconciles (default 5)
   --resync-period DURATION          full resync (default 10m)
@@ -46,6 +49,9 @@ const argsSchema = z.object({
   'leader-elect': z.enum(['true', 'false'], { error: '--leader-elect must be true or false' }).transform((v) => v === 'true'),
   'leader-election-namespace': z.string().min(1),
   'leader-election-id': z.string().min(1),
+  'lease-duration': durationSchema,
+  'renew-deadline': durationSchema,
+  'retry-period': durationSchema,
   'probe-port': z.coerce.number({ error: '--probe-port must be a port number' }).int().min(0).max(65535),
   workers: z.coerce.number({ error: '--workers must be a number' }).int().min(1).max(100),
   'resync-period': durationSchema,
@@ -77,6 +83,9 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
         'leader-elect': { type: 'string', default: 'true' },
         'leader-election-namespace': { type: 'string', default: process.env.LEADER_ELECTION_NAMESPACE ?? 'garden' },
         'leader-election-id': { type: 'string', default: 'gardener-acl-leader-election' },
+        'lease-duration': { type: 'string', default: '15s' },
+        'renew-deadline': { type: 'string', default: '10s' },
+        'retry-period': { type: 'string', default: '2s' },
         'probe-port': { type: 'string', default: '8080' },
         workers: { type: 'string', default: '5' },
         'resync-period': { type: 'string', default: '10m' },
@@ -99,6 +108,11 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
     return 2;
   }
   const a = args.data;
+  // client-go's rule: the lease outlives the renew deadline, which outlasts retries with jitter.
+  if (a['leader-elect'] && !(a['lease-duration'] > a['renew-deadline'] && a['renew-deadline'] > 1.2 * a['retry-period'])) {
+    io.stderr('--lease-duration must exceed --renew-deadline, which must exceed 1.2 x --retry-period\n');
+    return 2;
+  }
   const operator = await operatorConfigFrom(a.config);
   if ('error' in operator) {
     io.stderr(`${operator.error}\n`);
@@ -132,6 +146,9 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
         namespace: a['leader-election-namespace'],
         name: a['leader-election-id'],
         identity: `${hostname()}_${randomUUID()}`,
+        leaseDurationMs: a['lease-duration'],
+        renewDeadlineMs: a['renew-deadline'],
+        retryPeriodMs: a['retry-period'],
         metrics: createLeaderElectionMetrics(registry),
         logger,
         onStartedLeading: () => {

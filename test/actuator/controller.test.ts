@@ -7,11 +7,17 @@ import { AclController } from '../../src/actuator/controller.js';
 import { KubeClusterClient } from '../../src/actuator/kube-cluster-client.js';
 import { MANAGED_RESOURCE_NAME } from '../../src/actuator/managed-resource.js';
 import { listAll } from '../../src/kube/list-watch.js';
-import { createObject, deleteObject, getObject, mergePatch, type ObjectRef } from '../../src/kube/objects-client.js';
+import { createObject, deleteObject, getObject, mergePatch, patchStatus, type ObjectRef } from '../../src/kube/objects-client.js';
 import type { ControlPlane } from '../kube/control-plane.js';
 import { eventually, sleep, startWithCRDs, testLogger } from '../kube/kube-test-helpers.js';
 import { applyManagedResourcesInPlaceOfResourceManager } from './resource-manager-stand-in.js';
-import { DEFAULT_GW, ZONAL_GW, aclExtension, allowRule, createSeed, denyRule, technicalID, type ShootFixture } from './seed-fixture.js';
+import { DEFAULT_GW, ZONAL_GW, aclExtension, allowRule, createSeed, denyRule, shootObjects, technicalID, type ShootFixture } from './seed-fixture.js';
+
+function shootGateway(s: ShootFixture): { apiVersion: string; kind: string; metadata: { name: string; namespace: string }; spec: Record<string, unknown> } {
+  const gateway = shootObjects(s).find((o) => o.kind === 'Gateway');
+  if (!gateway) throw new Error('fixture without Gateway');
+  return gateway as unknown as { apiVersion: string; kind: string; metadata: { name: string; namespace: string }; spec: Record<string, unknown> };
+}
 
 const A: ShootFixture = { project: 'p', name: 'a', providerConfig: allowRule('203.0.113.0/24') };
 const B: ShootFixture = { project: 'p', name: 'b', providerConfig: denyRule('198.51.100.0/24'), gateway: ZONAL_GW };
@@ -132,7 +138,7 @@ describe('extension controller on a real kube-apiserver', () => {
       metadata: { annotations: { 'gardener.cloud/operation': 'reconcile' } },
       spec: { providerConfig: allowRule('203.0.113.0/24', '10.0.0.300/8') },
     });
-    const e = await eventually('lastError', async () => (await ext(A))?.status?.lastError && (await ext(A)));
+    const e = await eventually('lastError', async () => (await ext(A))?.status?.lastError && (await ext(A)), 30_000);
     expect(e.status?.lastOperation?.state).toBe('Error');
     expect(e.status?.lastError?.codes).toEqual(['ERR_CONFIGURATION_PROBLEM']);
     expect(e.status?.lastError?.description).toContain(
@@ -209,6 +215,45 @@ describe('extension controller on a real kube-apiserver', () => {
     controller.resync();
     await settled('resync after restart');
     expect(writes).toEqual([]);
+  });
+
+  it('re-reconciles when Infrastructure egressCIDRs change, without any operation annotation', async () => {
+    await settled('before egress change');
+    await patchStatus(cp.kubeConfig, { apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Infrastructure', name: A.name, namespace: technicalID(A) }, { egressCIDRs: ['198.51.100.99/32'] });
+    await eventually('new egress recorded', async () => {
+      const applied = (await ext(A))?.status?.state?.applied as { alwaysAllowed?: string[] } | undefined;
+      return applied?.alwaysAllowed?.includes('198.51.100.99/32');
+    });
+    await settled('after egress change');
+    expect(JSON.stringify(await combined())).toContain('198.51.100.99');
+  });
+
+  const gatewayRef: ObjectRef = { apiVersion: 'networking.istio.io/v1beta1', kind: 'Gateway', name: 'kube-apiserver', namespace: technicalID(A) };
+
+  it('hibernation: without its Gateway a shoot keeps its per-shoot filters and its combined policies', async () => {
+    await settled('before hibernation');
+    const mrBefore = await getObject(cp.kubeConfig, mrRef(technicalID(A)));
+    await deleteObject(cp.kubeConfig, gatewayRef);
+    await eventually('Gateway gone', async () => (await getObject(cp.kubeConfig, gatewayRef)) === undefined);
+    writes.length = 0;
+    controller.resync();
+    await settled('hibernated');
+    expect(writes).toEqual([]);
+    expect((await getObject(cp.kubeConfig, mrRef(technicalID(A))))?.['spec']).toEqual(mrBefore?.['spec']);
+    expect(await policiesIn(DEFAULT_GW.namespace)).toContain('shoot--p--a');
+  });
+
+  it('a shoot moving to another gateway gets its filters there, and loses the old ones', async () => {
+    const moved = { ...shootGateway(A), spec: { ...shootGateway(A).spec, selector: { app: 'istio-ingressgateway', istio: ZONAL_GW.istioLabel } } };
+    await createObject(cp.kubeConfig, moved);
+    await eventually('moved', async () => {
+      const state = (await ext(A))?.status?.state as { gatewayNamespaces?: string[] } | undefined;
+      return JSON.stringify(state?.gatewayNamespaces) === JSON.stringify([ZONAL_GW.namespace]);
+    });
+    await settled('after move');
+    const grm = await applyManagedResourcesInPlaceOfResourceManager(cp.kubeConfig);
+    expect(grm.applied).toContain('EnvoyFilter istio-ingress--z1/acl-shoot--p--a');
+    expect(grm.deleted).toContain('EnvoyFilter istio-ingress/acl-shoot--p--a');
   });
 
   it('creates no object for a shoot whose Extension was never valid', async () => {
