@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { findEnvoyBinary } from './envoy-binary.js';
 import { cloneJson, getObject, getObjectList, getString, type JsonObject } from './json.js';
+import { killOnExit } from '../support/child-processes.js';
 
 export interface BoundAddress {
   host: string;
@@ -71,17 +72,6 @@ const POLL_INTERVAL_MS = 20;
 const MAX_OUTPUT_CHARS = 256 * 1024;
 const LISTENER_TYPE_URL = 'type.googleapis.com/envoy.config.listener.v3.Listener';
 
-const runningEnvoys = new Set<ChildProcess>();
-let exitHookInstalled = false;
-
-// Last line of defence: a test that forgot `stop()` or a crashed worker must not leave Envoys behind.
-function killRunningEnvoysOnExit(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  process.once('exit', () => {
-    for (const child of runningEnvoys) child.kill('SIGKILL');
-  });
-}
 
 /** Keeps the last MAX_OUTPUT_CHARS of the process output, addressable by absolute position. */
 class OutputTail {
@@ -206,7 +196,6 @@ class RunningEnvoy implements EnvoyInstance {
     this.exited = new Promise((resolve) => {
       child.once('exit', (code, signal) => {
         this.exitStatus = code === null ? `signal ${String(signal)}` : `code ${code}`;
-        runningEnvoys.delete(child);
         resolve();
       });
     });
@@ -387,8 +376,7 @@ export async function startEnvoy(options: StartEnvoyOptions): Promise<EnvoyInsta
     '--drain-time-s', String(options.drainTimeSeconds ?? 1),
   ];
   const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  killRunningEnvoysOnExit();
-  runningEnvoys.add(child);
+  killOnExit(child);
   const log = new OutputTail();
   child.stdout?.setEncoding('utf8').on('data', (chunk: string) => log.append(chunk));
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => log.append(chunk));

@@ -42,6 +42,7 @@ import {
 } from '@kubernetes/client-node';
 import { generate as generateCert } from 'selfsigned';
 import { parseAllDocuments, parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { killOnExit } from '../support/child-processes.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, '..', '..');
@@ -207,24 +208,6 @@ export async function issueClientCert(
 // Processes
 // ---------------------------------------------------------------------------
 
-const liveChildren = new Set<ChildProcess>();
-let exitHookInstalled = false;
-
-function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  // Last resort if a test forgets stop(): never leave etcd/apiserver behind.
-  process.on('exit', () => {
-    for (const child of liveChildren) {
-      try {
-        child.kill('SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
-  });
-}
-
 // setpriv --pdeathsig makes the kernel kill the child if this process dies
 // without running its exit hooks (e.g. a test worker killed with SIGKILL).
 const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p));
@@ -237,7 +220,6 @@ interface ManagedProcess {
 }
 
 function startProcess(name: string, binary: string, args: string[], logFile: string): ManagedProcess {
-  installExitHook();
   const fd = openSync(logFile, 'a');
   const [cmd, cmdArgs] = SETPRIV
     ? [SETPRIV, ['--pdeathsig', 'KILL', '--', binary, ...args]]
@@ -248,17 +230,15 @@ function startProcess(name: string, binary: string, args: string[], logFile: str
   } finally {
     closeSync(fd);
   }
-  liveChildren.add(child);
+  killOnExit(child);
   let code: number | null | undefined;
   const exited = new Promise<number | null>((resolve) => {
     child.once('exit', (c, signal) => {
       code = c ?? (signal ? null : c);
-      liveChildren.delete(child);
       resolve(c);
     });
     child.once('error', (err) => {
       code = -1;
-      liveChildren.delete(child);
       void writeFile(logFile, `\nspawn error: ${String(err)}\n`, { flag: 'a' });
       resolve(-1);
     });
