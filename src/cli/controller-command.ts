@@ -46,17 +46,17 @@ const durationSchema = z.string().transform((text, ctx) => {
 const argsSchema = z.object({
   kubeconfig: z.string().optional(),
   config: z.string().optional(),
-  'leader-elect': z.enum(['true', 'false'], { error: '--leader-elect must be true or false' }).transform((v) => v === 'true'),
+  'leader-elect': z.enum(['true', 'false'], { error: 'must be true or false' }).transform((v) => v === 'true'),
   'leader-election-namespace': z.string().min(1),
   'leader-election-id': z.string().min(1),
   'lease-duration': durationSchema,
   'renew-deadline': durationSchema,
   'retry-period': durationSchema,
-  'probe-port': z.coerce.number({ error: '--probe-port must be a port number' }).int().min(0).max(65535),
-  workers: z.coerce.number({ error: '--workers must be a number' }).int().min(1).max(100),
+  'probe-port': z.coerce.number({ error: 'must be a number' }).int({ error: 'must be a port number from 0 to 65535' }).min(0, { error: 'must be a port number from 0 to 65535' }).max(65535, { error: 'must be a port number from 0 to 65535' }),
+  workers: z.coerce.number({ error: 'must be a number' }).int({ error: 'must be a whole number from 1 to 100' }).min(1, { error: 'must be a whole number from 1 to 100' }).max(100, { error: 'must be a whole number from 1 to 100' }),
   'resync-period': durationSchema,
   'combined-min-interval': durationSchema,
-  'log-level': z.enum(['trace', 'debug', 'info', 'warn', 'error']),
+  'log-level': z.enum(['trace', 'debug', 'info', 'warn', 'error'], { error: 'must be trace, debug, info, warn or error' }),
 });
 
 async function operatorConfigFrom(path: string | undefined): Promise<{ config: OperatorConfig } | { error: string }> {
