@@ -7,6 +7,7 @@ import type { OperatorConfig } from '../acl/operator-config.js';
 import type { Extension } from '../gardener/objects.js';
 import { formatProblem } from '../gardener/problems.js';
 import { seedContext, shootAclFromInventory, type SeedInventory } from '../gardener/seed-acl.js';
+import { isNotFound } from '../kube/errors.js';
 import { jsonEqual } from '../rbac/deep-equal.js';
 import { buildShootEnvoyFilters } from '../rbac/shoot-envoy-filters.js';
 import { stateFor, stateSchema } from './applied-state.js';
@@ -44,6 +45,11 @@ export interface ShootReconcilerDeps {
 export type ReconcileOutcome = { readonly kind: 'done' } | { readonly kind: 'retry'; readonly reason: string };
 
 const DONE: ReconcileOutcome = { kind: 'done' };
+
+/** Names Gardener gave its per-shoot EnvoyFilter for the legacy apiserver-proxy port over the releases. */
+export function legacyProxyFilterNames(technicalID: string): string[] {
+  return [technicalID, `${technicalID}-apiserver-proxy`];
+}
 
 function extensionRef(ext: Extension): ObjectRef {
   return { apiVersion: ext.apiVersion, kind: 'Extension', name: ext.metadata.name, namespace: ext.metadata.namespace };
@@ -153,6 +159,7 @@ export class ShootReconciler {
       log.info({ gatewayNamespaces: state.gatewayNamespaces }, 'ACL applied');
       this.deps.combinedChanged();
     }
+    await this.triggerLegacyProxyFilters(ext.metadata.namespace, state.gatewayNamespaces);
     return DONE;
   }
 
@@ -182,6 +189,27 @@ export class ShootReconciler {
     }
   }
 
+  /**
+   * Gardener's legacy apiserver-proxy EnvoyFilters (< 1.123) get the shoot's RBAC filter from
+   * the mutating webhook, which only runs when they are written: an empty merge patch makes
+   * the API server admit them again with the ACL the Extension now records (or without it, when
+   * the Extension is going away). Filters that do not exist (newer Gardener) are skipped
+   * without a write.
+   */
+  async triggerLegacyProxyFilters(technicalID: string, gatewayNamespaces: readonly string[]): Promise<void> {
+    for (const namespace of gatewayNamespaces) {
+      for (const name of legacyProxyFilterNames(technicalID)) {
+        const ref: ObjectRef = { apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name, namespace };
+        if (!(await this.deps.client.get(ref))) continue;
+        try {
+          await this.deps.client.mergePatch(ref, {});
+        } catch (error) {
+          if (!isNotFound(error)) throw error;
+        }
+      }
+    }
+  }
+
   /** Delete and migrate: the shoot's filters disappear here; migrate keeps status.state for restore. */
   private async remove(ext: Extension, type: 'Delete' | 'Migrate'): Promise<ReconcileOutcome> {
     const { client } = this.deps;
@@ -194,6 +222,8 @@ export class ShootReconciler {
     }
     // The combined filters are rebuilt without this shoot before the finalizer goes.
     await this.deps.syncCombined();
+    const recorded = stateSchema.safeParse(ext.status?.['state'] ?? {});
+    await this.triggerLegacyProxyFilters(namespace, recorded.success ? recorded.data.gatewayNamespaces : []);
     if (type === 'Migrate') {
       await client.patchStatus(extensionRef(ext), {
         lastOperation: lastOperation('Migrate', 'Succeeded', 'ACL filters removed from this seed', this.deps.now()),

@@ -1,19 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
-import { KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { z } from 'zod';
-import { formatFieldErrors } from '../acl/field-errors.js';
-import { parseOperatorConfig, type OperatorConfig } from '../acl/operator-config.js';
 import { AclController } from '../actuator/controller.js';
 import { KubeClusterClient } from '../actuator/kube-cluster-client.js';
-import { formatProblem } from '../gardener/problems.js';
 import { LeaderElector } from '../kube/leader-election.js';
 import { createLeaderElectionMetrics } from '../kube/metrics.js';
 import type { CommandIO } from './render-command.js';
-import { loadDocuments } from './load-documents.js';
+import { loadKubeConfig } from './kubeconfig.js';
+import { loadOperatorConfigFile } from './operator-config-file.js';
 import { startProbeServer } from './probe-server.js';
 
 export const CONTROLLER_USAGE = `usage: gardener-acl controller [options]
@@ -59,19 +56,6 @@ const argsSchema = z.object({
   'log-level': z.enum(['trace', 'debug', 'info', 'warn', 'error'], { error: 'must be trace, debug, info, warn or error' }),
 });
 
-async function operatorConfigFrom(path: string | undefined): Promise<{ config: OperatorConfig } | { error: string }> {
-  if (!path) {
-    const defaults = parseOperatorConfig(undefined);
-    return defaults.ok ? { config: defaults.config } : { error: formatFieldErrors(defaults.errors) };
-  }
-  const { objects, problems } = await loadDocuments([path]);
-  if (problems.length > 0) return { error: problems.map(formatProblem).join('\n') };
-  const docs = objects.filter((o) => (o.object as { kind?: unknown }).kind === 'OperatorConfiguration');
-  if (docs.length !== 1) return { error: `${path}: expected exactly one OperatorConfiguration document, found ${docs.length}` };
-  const parsed = parseOperatorConfig(docs[0]?.object);
-  return parsed.ok ? { config: parsed.config } : { error: `${path}: ${formatFieldErrors(parsed.errors)}` };
-}
-
 export async function controllerCommand(argv: readonly string[], io: CommandIO): Promise<number> {
   let raw;
   try {
@@ -113,17 +97,14 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
     io.stderr('--lease-duration must exceed --renew-deadline, which must exceed 1.2 x --retry-period\n');
     return 2;
   }
-  const operator = await operatorConfigFrom(a.config);
+  const operator = await loadOperatorConfigFile(a.config);
   if ('error' in operator) {
     io.stderr(`${operator.error}\n`);
     return 2;
   }
 
   const logger = pino({ level: a['log-level'], base: { component: 'gardener-acl-controller' } });
-  const kubeConfig = new KubeConfig();
-  const kubeconfigPath = a.kubeconfig ?? process.env.KUBECONFIG;
-  if (kubeconfigPath) kubeConfig.loadFromFile(kubeconfigPath);
-  else kubeConfig.loadFromCluster();
+  const kubeConfig = loadKubeConfig(a.kubeconfig);
 
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });

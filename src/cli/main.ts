@@ -1,16 +1,23 @@
 #!/usr/bin/env node
 import { CONTROLLER_USAGE, controllerCommand } from './controller-command.js';
 import { renderCommand, RENDER_USAGE, type CommandIO } from './render-command.js';
+import { WEBHOOK_CONFIG_USAGE, WEBHOOK_USAGE, webhookCommand, webhookConfigCommand } from './webhook-command.js';
 
 const USAGE = `usage: gardener-acl <command> [options]
 
 commands:
   render       print the EnvoyFilters for a seed's objects (offline)
   controller   run the extension controller on a seed
+  webhook      serve the admission webhooks (EnvoyFilters on the seed, Shoots in the garden)
+  webhook-config  print the webhook registration objects
 
 ${RENDER_USAGE}
 
-${CONTROLLER_USAGE}`;
+${CONTROLLER_USAGE}
+
+${WEBHOOK_USAGE}
+
+${WEBHOOK_CONFIG_USAGE}`;
 
 const io: CommandIO = { stdout: (t) => process.stdout.write(t), stderr: (t) => process.stderr.write(t) };
 
@@ -21,6 +28,10 @@ async function main(argv: readonly string[]): Promise<number> {
       return renderCommand(rest, io);
     case 'controller':
       return controllerCommand(rest, io);
+    case 'webhook':
+      return webhookCommand(rest, io);
+    case 'webhook-config':
+      return webhookConfigCommand(rest, io);
     case undefined:
     case 'help':
     case '--help':

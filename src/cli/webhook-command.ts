@@ -1,0 +1,215 @@
+// `gardener-acl webhook`: the admission webhook server; `gardener-acl webhook-config`: its
+// registration objects (MutatingWebhookConfiguration for EnvoyFilters on the seed,
+// ValidatingWebhookConfiguration for Shoots in the garden).
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { pino } from 'pino';
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import { stringify as stringifyYaml } from 'yaml';
+import { z } from 'zod';
+import { InformerCacheSource } from '../webhook/informer-cache-source.js';
+import { selfSignedCertificates, serviceDnsNames, type KeyPair } from '../webhook/serving-certs.js';
+import { startWebhookApp, type CertificateSource } from '../webhook/webhook-app.js';
+import { mutatingWebhookConfiguration, validatingWebhookConfiguration, type ClientTarget } from '../webhook/webhook-configuration.js';
+import { startProbeServer } from './probe-server.js';
+import type { CommandIO } from './render-command.js';
+import { loadKubeConfig } from './kubeconfig.js';
+import { loadOperatorConfigFile } from './operator-config-file.js';
+
+export const WEBHOOK_USAGE = `usage: gardener-acl webhook [options]
+
+Serves the admission webhooks over HTTPS: /mutate-envoyfilter (seed) and /validate-shoot (garden).
+
+  --webhooks LIST              envoyfilter,shoot (default both); envoyfilter needs seed access
+  --kubeconfig PATH            seed kubeconfig for the caches (default: $KUBECONFIG, else in-cluster)
+  --config PATH                OperatorConfiguration YAML (default: built-in defaults)
+  --host ADDRESS               listen address (default 0.0.0.0)
+  --port PORT                  HTTPS port (default 9443)
+  --cert-dir DIR               tls.crt and tls.key, reloaded on change (default $TMPDIR/k8s-webhook-server/serving-certs)
+  --cert-poll-interval DURATION  also re-read the pair this often (default 10s)
+  --self-signed                generate a CA and serving certificate instead of reading --cert-dir
+  --service NAME.NAMESPACE     Service the API server calls (SANs of the self-signed certificate)
+  --ca-out PATH                write the self-signed CA (the caBundle) to PATH
+  --probe-port PORT            plain HTTP /healthz, /readyz, /metrics (default 8081)
+  --log-level LEVEL            trace|debug|info|warn|error (default info)`;
+
+export const WEBHOOK_CONFIG_USAGE = `usage: gardener-acl webhook-config (--url URL | --service NAME.NAMESPACE[:PORT]) --ca-bundle-file PATH [options]
+
+Prints the MutatingWebhookConfiguration and ValidatingWebhookConfiguration as YAML.
+
+  --webhooks LIST              envoyfilter,shoot (default both)
+  --timeout-seconds N          1-30 (default 10)
+  --controller-user NAME       exempt this user's (the controller's) EnvoyFilter writes`;
+
+const WEBHOOK_NAMES = ['envoyfilter', 'shoot'] as const;
+const webhookList = z
+  .string()
+  .transform((s) => s.split(',').map((w) => w.trim()).filter(Boolean))
+  .pipe(z.array(z.enum(WEBHOOK_NAMES, { error: `each webhook must be one of ${WEBHOOK_NAMES.join(', ')}` })).min(1));
+const port = (flag: string) => z.coerce.number({ error: `${flag} must be a port number` }).int().min(0).max(65535);
+const durationMs = z.string().transform((text, ctx) => {
+  const match = /^(\d+)(ms|s|m)$/.exec(text.trim());
+  if (match) return Number(match[1]) * { ms: 1, s: 1000, m: 60_000 }[match[2] as 'ms' | 's' | 'm'];
+  ctx.addIssue({ code: 'custom', message: `"${text}" is not a duration; write e.g. 500ms, 10s or 1m` });
+  return z.NEVER;
+});
+const serviceRef = z.string().transform((text, ctx) => {
+  const match = /^([a-z0-9-]+)\.([a-z0-9-]+)(?::(\d+))?$/.exec(text);
+  if (match) return { name: match[1] ?? '', namespace: match[2] ?? '', port: Number(match[3] ?? 443) };
+  ctx.addIssue({ code: 'custom', message: `"${text}" is not NAME.NAMESPACE[:PORT]` });
+  return z.NEVER;
+});
+
+const serveArgs = z
+  .object({
+    webhooks: webhookList,
+    kubeconfig: z.string().optional(),
+    config: z.string().optional(),
+    host: z.string().min(1),
+    port: port('--port'),
+    'cert-dir': z.string().min(1),
+    'cert-poll-interval': durationMs,
+    'self-signed': z.boolean().optional(),
+    service: serviceRef.optional(),
+    'ca-out': z.string().optional(),
+    'probe-port': port('--probe-port'),
+    'log-level': z.enum(['trace', 'debug', 'info', 'warn', 'error']),
+  })
+  .refine((a) => !a['ca-out'] || a['self-signed'], { error: '--ca-out needs --self-signed', path: ['ca-out'] });
+
+const configArgs = z
+  .object({
+    url: z.url({ protocol: /^https$/, error: '--url must be an https:// URL' }).optional(),
+    service: serviceRef.optional(),
+    'ca-bundle-file': z.string({ error: '--ca-bundle-file is required' }).min(1),
+    webhooks: webhookList,
+    'timeout-seconds': z.coerce.number().int().min(1).max(30),
+    'controller-user': z.string().min(1).optional(),
+  })
+  .refine((a) => (a.url === undefined) !== (a.service === undefined), { error: 'give exactly one of --url and --service' });
+
+function usageError(io: CommandIO, usage: string, issues: readonly z.core.$ZodIssue[]): number {
+  io.stderr(`${issues.map((i) => (i.path.length ? `--${String(i.path[0])}: ${i.message}` : i.message)).join('\n')}\n${usage}\n`);
+  return 2;
+}
+
+function parseFlags(argv: readonly string[], io: CommandIO, usage: string, options: NonNullable<Parameters<typeof parseArgs>[0]>['options']) {
+  try {
+    const { values } = parseArgs({ args: [...argv], options: { ...options, help: { type: 'boolean', short: 'h' } } });
+    if (values['help']) {
+      io.stdout(`${usage}\n`);
+      return { exit: 0 };
+    }
+    return { values };
+  } catch (error) {
+    io.stderr(`${(error as Error).message}\n${usage}\n`);
+    return { exit: 2 };
+  }
+}
+
+async function certificateSource(a: z.output<typeof serveArgs>): Promise<CertificateSource> {
+  if (!a['self-signed']) return { dir: a['cert-dir'], pollIntervalMs: a['cert-poll-interval'] };
+  const dnsNames = a.service ? serviceDnsNames(a.service.name, a.service.namespace) : ['localhost'];
+  const { ca, serving } = await selfSignedCertificates(dnsNames, ['127.0.0.1']);
+  if (a['ca-out']) {
+    await mkdir(path.dirname(a['ca-out']), { recursive: true });
+    await writeFile(a['ca-out'], ca.cert);
+  }
+  return { pair: serving satisfies KeyPair };
+}
+
+export async function webhookCommand(argv: readonly string[], io: CommandIO): Promise<number> {
+  const flags = parseFlags(argv, io, WEBHOOK_USAGE, {
+    webhooks: { type: 'string', default: WEBHOOK_NAMES.join(',') },
+    kubeconfig: { type: 'string' },
+    config: { type: 'string' },
+    host: { type: 'string', default: '0.0.0.0' },
+    port: { type: 'string', default: '9443' },
+    'cert-dir': { type: 'string', default: path.join(tmpdir(), 'k8s-webhook-server', 'serving-certs') },
+    'cert-poll-interval': { type: 'string', default: '10s' },
+    'self-signed': { type: 'boolean' },
+    service: { type: 'string' },
+    'ca-out': { type: 'string' },
+    'probe-port': { type: 'string', default: '8081' },
+    'log-level': { type: 'string', default: 'info' },
+  });
+  if (!flags.values) return flags.exit;
+  const args = serveArgs.safeParse(flags.values);
+  if (!args.success) return usageError(io, WEBHOOK_USAGE, args.error.issues);
+  const a = args.data;
+  const loaded = await loadOperatorConfigFile(a.config);
+  if ('error' in loaded) {
+    io.stderr(`${loaded.error}\n`);
+    return 2;
+  }
+  const operator = loaded.config;
+  const logger = pino({ level: a['log-level'], base: { component: 'gardener-acl-webhook' } });
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+
+  let cache: InformerCacheSource | undefined;
+  if (a.webhooks.includes('envoyfilter')) {
+    cache = new InformerCacheSource(loadKubeConfig(a.kubeconfig), logger);
+  }
+  const app = await startWebhookApp({
+    operator,
+    cache,
+    validateShoots: a.webhooks.includes('shoot'),
+    certificates: await certificateSource(a),
+    host: a.host,
+    port: a.port,
+    logger,
+    registry,
+  });
+  const probes = await startProbeServer({ port: a['probe-port'], registry, ready: () => app.ready() });
+  logger.info({ port: app.port, webhooks: a.webhooks }, 'webhook server listening');
+  async function shutdown(): Promise<void> {
+    logger.info('shutting down');
+    probes.close();
+    await app.stop();
+    await cache?.stop();
+    process.exit(0);
+  }
+  process.once('SIGTERM', () => void shutdown());
+  process.once('SIGINT', () => void shutdown());
+  // Readiness follows the caches; requests for EnvoyFilters are refused until they are synced.
+  await cache?.start();
+  if (cache) logger.info('caches synced');
+  return new Promise<number>(() => undefined);
+}
+
+export async function webhookConfigCommand(argv: readonly string[], io: CommandIO): Promise<number> {
+  const flags = parseFlags(argv, io, WEBHOOK_CONFIG_USAGE, {
+    url: { type: 'string' },
+    service: { type: 'string' },
+    'ca-bundle-file': { type: 'string' },
+    webhooks: { type: 'string', default: WEBHOOK_NAMES.join(',') },
+    'timeout-seconds': { type: 'string', default: '10' },
+    'controller-user': { type: 'string' },
+  });
+  if (!flags.values) return flags.exit;
+  const args = configArgs.safeParse(flags.values);
+  if (!args.success) return usageError(io, WEBHOOK_CONFIG_USAGE, args.error.issues);
+  const a = args.data;
+  let caBundlePem: string;
+  try {
+    caBundlePem = await readFile(a['ca-bundle-file'], 'utf8');
+  } catch (error) {
+    io.stderr(`--ca-bundle-file: ${(error as Error).message}\n`);
+    return 2;
+  }
+  if (!caBundlePem.includes('-----BEGIN CERTIFICATE-----')) {
+    io.stderr(`--ca-bundle-file: ${a['ca-bundle-file']} holds no PEM certificate\n`);
+    return 2;
+  }
+  const target: ClientTarget = a.url ? { url: a.url } : { service: a.service! };
+  const options = { target, caBundlePem, timeoutSeconds: a['timeout-seconds'], controllerUsername: a['controller-user'] };
+  const documents = [
+    ...(a.webhooks.includes('envoyfilter') ? [mutatingWebhookConfiguration(options)] : []),
+    ...(a.webhooks.includes('shoot') ? [validatingWebhookConfiguration(options)] : []),
+  ];
+  io.stdout(documents.map((d) => stringifyYaml(d)).join('---\n'));
+  return 0;
+}

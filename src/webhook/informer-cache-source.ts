@@ -1,0 +1,63 @@
+// The EnvoyFilter webhook's view of the seed: two informers (acl Extensions, gateway
+// Deployments), so admission never waits for an API round-trip.
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { deploymentSchema, extensionSchema, type Deployment, type Extension } from '../gardener/objects.js';
+import { EXTENSION_TYPE } from '../gardener/seed-acl.js';
+import { ResilientInformer } from '../kube/informer.js';
+import type { AdmissionCacheSource } from './acl-index.js';
+
+export class InformerCacheSource implements AdmissionCacheSource {
+  private changes = 0;
+  private readonly extensionInformer: ResilientInformer<Extension>;
+  private readonly deploymentInformer: ResilientInformer<Deployment>;
+
+  constructor(kubeConfig: KubeConfig, logger: Logger) {
+    const onChange = () => {
+      this.changes++;
+    };
+    this.extensionInformer = new ResilientInformer<Extension>({
+      kubeConfig,
+      logger,
+      path: '/apis/extensions.gardener.cloud/v1alpha1/extensions',
+      // Other extension types are dropped at the door: they never matter here.
+      parse: (raw) => {
+        const parsed = extensionSchema.safeParse(raw);
+        return parsed.success && parsed.data.spec.type === EXTENSION_TYPE ? parsed.data : undefined;
+      },
+      onChange,
+    });
+    this.deploymentInformer = new ResilientInformer<Deployment>({
+      kubeConfig,
+      logger,
+      path: '/apis/apps/v1/deployments',
+      labelSelector: 'app=istio-ingressgateway',
+      parse: (raw) => deploymentSchema.safeParse(raw).data,
+      onChange,
+    });
+  }
+
+  async start(): Promise<void> {
+    await Promise.all([this.extensionInformer.start(), this.deploymentInformer.start()]);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.allSettled([this.extensionInformer.stop(), this.deploymentInformer.stop()]);
+  }
+
+  extensions(): readonly Extension[] {
+    return this.extensionInformer.list();
+  }
+
+  deployments(): readonly Deployment[] {
+    return this.deploymentInformer.list();
+  }
+
+  revision(): number {
+    return this.changes;
+  }
+
+  synced(): boolean {
+    return this.extensionInformer.hasSynced() && this.deploymentInformer.hasSynced();
+  }
+}

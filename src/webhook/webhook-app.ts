@@ -1,0 +1,91 @@
+// Assembles the webhook process: the routes of the enabled webhooks, the HTTPS server and its
+// certificate source; shared by `gardener-acl webhook`, the tests and the benchmark.
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { OperatorConfig } from '../acl/operator-config.js';
+import { AclIndex, type AdmissionCacheSource } from './acl-index.js';
+import { mutateEnvoyFilter } from './envoy-filter-mutator.js';
+import { CertWatcher, type KeyPair } from './serving-certs.js';
+import { validateShoot } from './shoot-validator.js';
+import { MUTATING_WEBHOOK_PATH, VALIDATING_WEBHOOK_PATH } from './webhook-configuration.js';
+import { createWebhookMetrics } from './webhook-metrics.js';
+import { createWebhookServer, rotateServingCertificate, type WebhookRoute, type WebhookServer } from './webhook-server.js';
+
+export type CertificateSource = { readonly dir: string; readonly pollIntervalMs?: number; readonly watch?: boolean } | { readonly pair: KeyPair };
+
+export interface WebhookAppOptions {
+  readonly operator: OperatorConfig;
+  /** Seed caches; the EnvoyFilter webhook is served only when given. */
+  readonly cache?: AdmissionCacheSource;
+  /** Serve the Shoot validating webhook. */
+  readonly validateShoots: boolean;
+  readonly certificates: CertificateSource;
+  readonly host: string;
+  readonly port: number;
+  readonly logger: Logger;
+  readonly registry: Registry;
+  /** Extra routes on the same server (the benchmark's echo baseline). */
+  readonly extraRoutes?: (server: WebhookServer) => void;
+}
+
+export interface RunningWebhookApp {
+  readonly server: WebhookServer;
+  readonly port: number;
+  /** Listening and, for the EnvoyFilter webhook, caches synced. */
+  ready(): boolean;
+  stop(): Promise<void>;
+}
+
+export function admissionRoutes(operator: OperatorConfig, cache: AdmissionCacheSource | undefined, validateShoots: boolean): WebhookRoute[] {
+  const routes: WebhookRoute[] = [];
+  if (cache) {
+    const index = new AclIndex(cache, operator);
+    routes.push({ name: 'envoyfilter', path: MUTATING_WEBHOOK_PATH, handle: (r) => mutateEnvoyFilter(r, index, operator) });
+  }
+  if (validateShoots) routes.push({ name: 'shoot', path: VALIDATING_WEBHOOK_PATH, handle: (r) => validateShoot(r, operator.maxCIDRs) });
+  return routes;
+}
+
+export async function startWebhookApp(options: WebhookAppOptions): Promise<RunningWebhookApp> {
+  const { logger } = options;
+  const metrics = createWebhookMetrics(options.registry);
+  // The watcher starts before the server exists (the server needs its first pair).
+  const serving: { server?: WebhookServer } = {};
+  const source = options.certificates;
+  const watcher =
+    'dir' in source
+      ? new CertWatcher({
+          dir: source.dir,
+          pollIntervalMs: source.pollIntervalMs,
+          watch: source.watch,
+          onRead: (ok) => metrics.certificateRead(ok),
+          onChange: (pair) => {
+            if (serving.server) rotateServingCertificate(serving.server, pair);
+            logger.info({ dir: source.dir }, 'serving certificate reloaded');
+          },
+          // Usually a rotation caught between writing the certificate and the key; the next
+          // event or poll picks up the complete pair, the old one is served meanwhile.
+          onError: (error) => logger.warn({ err: error, dir: source.dir }, 'serving certificate not (re)loaded; keeping the current one'),
+        })
+      : undefined;
+  const tls = watcher ? await watcher.start() : (source as { pair: KeyPair }).pair;
+  const listening = createWebhookServer({ tls, routes: admissionRoutes(options.operator, options.cache, options.validateShoots), logger, metrics });
+  serving.server = listening;
+  options.extraRoutes?.(listening);
+  try {
+    await listening.listen({ host: options.host, port: options.port });
+  } catch (error) {
+    watcher?.stop();
+    throw error;
+  }
+  return {
+    server: listening,
+    port: (listening.server.address() as AddressInfo).port,
+    ready: () => listening.server.listening && (options.cache?.synced() ?? true),
+    stop: async () => {
+      watcher?.stop();
+      await listening.close();
+    },
+  };
+}

@@ -1,0 +1,73 @@
+// The registration objects for the API servers: a MutatingWebhookConfiguration for EnvoyFilters
+// (seed) and a ValidatingWebhookConfiguration for Shoots (garden). Produced by
+// `gardener-acl webhook-config` for tests, and to be templated by the Helm charts.
+//
+// failurePolicy is Fail for both, deliberately:
+// - EnvoyFilters: with Ignore, a legacy apiserver-proxy filter written while the webhook is
+//   down would be stored without the shoot's RBAC filter, i.e. the control plane would be open
+//   on that path until the next reconcile; and a stale combined filter could land unchecked.
+//   Gardener and the controller retry failed writes, so Fail only delays. The matchConditions
+//   keep the blast radius to the names the webhook cares about.
+// - Shoots: with Ignore, an invalid ACL would be accepted and only show up as the Extension's
+//   lastError; Fail keeps the error where the owner writes it. Only Shoots that use the acl
+//   extension are sent to the webhook.
+export const MUTATING_WEBHOOK_PATH = '/mutate-envoyfilter';
+export const VALIDATING_WEBHOOK_PATH = '/validate-shoot';
+export const CONFIGURATION_NAME = 'gardener-acl';
+
+export type ClientTarget = { readonly url: string } | { readonly service: { readonly name: string; readonly namespace: string; readonly port: number } };
+
+export interface WebhookConfigurationOptions {
+  readonly target: ClientTarget;
+  /** PEM of the CA that signed the serving certificate. */
+  readonly caBundlePem: string;
+  readonly timeoutSeconds?: number;
+  /** Leave writes by this user (the controller's) out of the EnvoyFilter webhook. */
+  readonly controllerUsername?: string;
+}
+
+function clientConfig(target: ClientTarget, path: string, caBundlePem: string): Record<string, unknown> {
+  const caBundle = Buffer.from(caBundlePem).toString('base64');
+  if ('url' in target) return { url: `${target.url.replace(/\/+$/, '')}${path}`, caBundle };
+  return { service: { ...target.service, path }, caBundle };
+}
+
+const COMMON = { sideEffects: 'None', admissionReviewVersions: ['v1'], failurePolicy: 'Fail', matchPolicy: 'Equivalent' } as const;
+
+// CEL on the object; `has()` guards CREATE with generateName, where the name is not set yet.
+const ENVOY_FILTER_NAMES = "has(object.metadata.name) && (object.metadata.name.startsWith('shoot-') || object.metadata.name.startsWith('acl-connect-'))";
+const USES_ACL = "has(object.spec) && has(object.spec.extensions) && object.spec.extensions.exists(e, e.type == 'acl')";
+
+function configuration(kind: string, webhook: Record<string, unknown>, options: WebhookConfigurationOptions, path: string): Record<string, unknown> {
+  return {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind,
+    metadata: { name: CONFIGURATION_NAME },
+    webhooks: [{ ...webhook, clientConfig: clientConfig(options.target, path, options.caBundlePem), ...COMMON, timeoutSeconds: options.timeoutSeconds ?? 10 }],
+  };
+}
+
+export function mutatingWebhookConfiguration(options: WebhookConfigurationOptions): Record<string, unknown> {
+  const matchConditions = [{ name: 'legacy-proxy-or-combined-connect-filter', expression: ENVOY_FILTER_NAMES }];
+  if (options.controllerUsername) {
+    matchConditions.push({ name: 'not-written-by-the-controller', expression: `request.userInfo.username != ${JSON.stringify(options.controllerUsername)}` });
+  }
+  const webhook = {
+    name: 'envoyfilters.acl.gardener.cloud',
+    rules: [{ apiGroups: ['networking.istio.io'], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: ['envoyfilters'], scope: 'Namespaced' }],
+    matchConditions,
+    // Our patch only rewrites our own filter entries; another webhook changing the object
+    // afterwards must not leave it without them.
+    reinvocationPolicy: 'IfNeeded',
+  };
+  return configuration('MutatingWebhookConfiguration', webhook, options, MUTATING_WEBHOOK_PATH);
+}
+
+export function validatingWebhookConfiguration(options: WebhookConfigurationOptions): Record<string, unknown> {
+  const webhook = {
+    name: 'shoots.acl.gardener.cloud',
+    rules: [{ apiGroups: ['core.gardener.cloud'], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: ['shoots'], scope: 'Namespaced' }],
+    matchConditions: [{ name: 'uses-acl-extension', expression: USES_ACL }],
+  };
+  return configuration('ValidatingWebhookConfiguration', webhook, options, VALIDATING_WEBHOOK_PATH);
+}

@@ -1,0 +1,69 @@
+// The controller's nudge for Gardener's legacy apiserver-proxy EnvoyFilters: an empty merge
+// patch to each that exists, so the mutating webhook re-admits it with the current ACL.
+import { ApiException } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
+import type { ClusterClient, ObjectRef } from '../../src/actuator/cluster-client.js';
+import { ShootReconciler } from '../../src/actuator/shoot-reconciler.js';
+import type { Extension } from '../../src/gardener/objects.js';
+import { testLogger } from '../kube/kube-test-helpers.js';
+
+const ID = 'shoot--p--a';
+const key = (r: ObjectRef) => `${r.kind} ${r.namespace ?? ''}/${r.name}`;
+
+/** Objects by key; records every call; `vanishing` objects are deleted between get and patch. */
+function fakeClient(existing: readonly string[], vanishing: readonly string[] = []) {
+  const calls: string[] = [];
+  const client: ClusterClient = {
+    get: async (ref) => (existing.includes(key(ref)) ? { metadata: { name: ref.name } } : undefined),
+    createIfAbsent: async () => undefined,
+    apply: async () => ({}),
+    mergePatch: async (ref, patch) => {
+      if (vanishing.includes(key(ref))) throw new ApiException(404, 'not found', {}, {});
+      calls.push(`merge ${key(ref)} ${JSON.stringify(patch)}`);
+    },
+    jsonPatch: async (ref) => void calls.push(`json ${key(ref)}`),
+    patchStatus: async (ref) => void calls.push(`status ${key(ref)}`),
+    delete: async (ref) => void calls.push(`delete ${key(ref)}`),
+  };
+  return { client, calls };
+}
+
+function reconciler(client: ClusterClient): ShootReconciler {
+  return new ShootReconciler({
+    client,
+    operator: defaultOperatorConfig(),
+    inventory: () => ({ extensions: [], clusters: [], infrastructures: [], gateways: [], deployments: [], services: [], configMaps: [] }),
+    now: () => new Date(0),
+    logger: testLogger(),
+    warn: async () => undefined,
+    syncCombined: async () => undefined,
+    combinedChanged: () => undefined,
+  });
+}
+
+describe('legacy apiserver-proxy trigger', () => {
+  it('sends {} to each existing legacy filter of the shoot in its gateway namespaces, skipping missing and vanished ones', async () => {
+    const { client, calls } = fakeClient(
+      [`EnvoyFilter istio-ingress/${ID}`, `EnvoyFilter istio-ingress--z1/${ID}-apiserver-proxy`, `EnvoyFilter istio-ingress--z1/${ID}`],
+      [`EnvoyFilter istio-ingress--z1/${ID}`],
+    );
+    await reconciler(client).triggerLegacyProxyFilters(ID, ['istio-ingress', 'istio-ingress--z1']);
+    expect(calls).toEqual([`merge EnvoyFilter istio-ingress/${ID} {}`, `merge EnvoyFilter istio-ingress--z1/${ID}-apiserver-proxy {}`]);
+  });
+
+  it('nudges them on delete too, so the webhook takes the RBAC filter out', async () => {
+    const { client, calls } = fakeClient([`EnvoyFilter istio-ingress/${ID}`]);
+    const ext: Extension = {
+      apiVersion: 'extensions.gardener.cloud/v1alpha1',
+      kind: 'Extension',
+      metadata: { name: 'acl', namespace: ID, deletionTimestamp: '2026-01-01T00:00:00Z', finalizers: ['extensions.gardener.cloud/acl'] } as Extension['metadata'],
+      spec: { type: 'acl' },
+      status: { state: { gatewayNamespaces: ['istio-ingress'] } },
+    };
+    await reconciler(client).reconcile(ext);
+    expect(calls).toContain(`merge EnvoyFilter istio-ingress/${ID} {}`);
+    // Before the finalizer goes, while the webhook still sees the Extension in deletion.
+    expect(calls.indexOf(`merge EnvoyFilter istio-ingress/${ID} {}`)).toBeLessThan(calls.findIndex((c) => c.startsWith('json Extension')));
+  });
+});

@@ -1,0 +1,215 @@
+// Both webhooks registered with a real kube-apiserver (url + caBundle) and exercised through it:
+// every assertion reads what the API server stored or answered.
+import { X509Certificate } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { ApiException } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { formatCidr } from '../../src/acl/cidr.js';
+import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
+import { appliedAcls } from '../../src/actuator/combined-syncer.js';
+import type { Extension } from '../../src/gardener/objects.js';
+import { seedGatewayWorkloads } from '../../src/gardener/seed-acl.js';
+import { createObject, deleteObject, getObject, mergePatch, patchStatus, serverSideApply, type ObjectRef } from '../../src/kube/objects-client.js';
+import { buildCombinedConnectFilters } from '../../src/rbac/combined-connect-filters.js';
+import { jsonEqual } from '../../src/rbac/deep-equal.js';
+import { InformerCacheSource } from '../../src/webhook/informer-cache-source.js';
+import { webhookConfigCommand } from '../../src/cli/webhook-command.js';
+import { allowRule, createSeed, DEFAULT_GW, technicalID, type ShootFixture } from '../actuator/seed-fixture.js';
+import { issueServingCert, type ControlPlane } from '../kube/control-plane.js';
+import { eventually, startWithCRDs, testLogger } from '../kube/kube-test-helpers.js';
+import { appliedState, legacyFilter, postHttps, startTestWebhook, type TestWebhook } from './webhook-fixtures.js';
+
+const A: ShootFixture = { project: 'p', name: 'a', providerConfig: allowRule('203.0.113.0/24') };
+const OPEN: ShootFixture = { project: 'p', name: 'open' };
+const GONE: ShootFixture = { project: 'p', name: 'gone', providerConfig: allowRule('192.0.2.0/24') };
+const GW = DEFAULT_GW.namespace;
+
+const extRef = (s: ShootFixture): ObjectRef => ({ apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension', name: 'acl', namespace: technicalID(s) });
+const filterRef = (name: string, namespace = GW): ObjectRef => ({ apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name, namespace });
+
+interface StoredFilter {
+  metadata: { resourceVersion: string; labels?: Record<string, string> };
+  spec: { configPatches: { patch: { value: { filters?: { name: string }[] } } }[] };
+}
+
+function shoot(name: string, providerConfig: unknown, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    apiVersion: 'core.gardener.cloud/v1beta1',
+    kind: 'Shoot',
+    metadata: { name, namespace: 'garden-p' },
+    spec: { extensions: [{ type: 'acl', providerConfig, ...extra }] },
+  };
+}
+
+/** The API server's message for a refused write. */
+async function refusal(write: Promise<unknown>): Promise<string> {
+  try {
+    await write;
+  } catch (error) {
+    if (error instanceof ApiException) return (error.body as { message?: string }).message ?? String(error.body);
+    throw error;
+  }
+  throw new Error('the write was accepted');
+}
+
+describe('admission webhooks through a real kube-apiserver', () => {
+  let cp: ControlPlane;
+  let cache: InformerCacheSource;
+  let hook: TestWebhook;
+  const stored = async (name: string) => (await getObject(cp.kubeConfig, filterRef(name))) as unknown as StoredFilter;
+  const filterNames = (f: StoredFilter) => f.spec.configPatches[0]?.patch.value.filters?.map((x) => x.name);
+
+  beforeAll(async () => {
+    cp = await startWithCRDs(['garden-p']);
+    await createSeed(cp.kubeConfig, [DEFAULT_GW], [A, OPEN, GONE]);
+    await patchStatus(cp.kubeConfig, extRef(A), { state: appliedState(['203.0.113.0/24']) });
+    // GONE: applied once, now being deleted (its finalizer holds it).
+    await patchStatus(cp.kubeConfig, extRef(GONE), { state: appliedState(['192.0.2.0/24']) });
+    await mergePatch(cp.kubeConfig, extRef(GONE), { metadata: { finalizers: ['extensions.gardener.cloud/acl'] } });
+    await deleteObject(cp.kubeConfig, extRef(GONE));
+    cache = new InformerCacheSource(cp.kubeConfig, testLogger());
+    await cache.start();
+    await eventually('caches show the applied ACLs', () => appliedAcls(cache.extensions()).length === 1 && cache.deployments().length === 1);
+    hook = await startTestWebhook(cache);
+    // Registered from what `gardener-acl webhook-config` prints.
+    const caFile = path.join(hook.certDir, 'ca.crt');
+    await writeFile(caFile, hook.ca.cert);
+    let yaml = '';
+    const code = await webhookConfigCommand(['--url', hook.url, '--ca-bundle-file', caFile, '--timeout-seconds', '5'], { stdout: (t) => (yaml += t), stderr: (t) => (yaml += t) });
+    expect(code, yaml).toBe(0);
+    const registrations = parseAllDocuments(yaml).map((d) => d.toJS() as { kind: string; webhooks: Record<string, unknown>[] });
+    expect(registrations.map((r) => r.kind)).toEqual(['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration']);
+    for (const r of registrations) {
+      expect(r.webhooks[0]).toMatchObject({ sideEffects: 'None', admissionReviewVersions: ['v1'], failurePolicy: 'Fail', timeoutSeconds: 5 });
+      await createObject(cp.kubeConfig, r as never);
+    }
+    // The API server picks registrations up asynchronously.
+    await eventually('webhooks active', async () => {
+      try {
+        await createObject(cp.kubeConfig, shoot('probe', {}) as never, { dryRun: true });
+        return false;
+      } catch {
+        return true;
+      }
+    }, 20_000);
+  }, 120_000);
+
+  afterAll(async () => {
+    await hook?.stop();
+    await cache?.stop();
+    await cp?.stop();
+  });
+
+  it('stores a created or updated Gardener legacy EnvoyFilter with the RBAC filter first; re-applying stores an identical object', async () => {
+    const id = technicalID(A);
+    const original = legacyFilter(id, GW);
+    await serverSideApply(cp.kubeConfig, original as never, 'gardenlet', true);
+    const created = await stored(id);
+    expect(filterNames(created)).toEqual(['gardener-acl-legacy-proxy', 'envoy.filters.network.tcp_proxy']);
+    expect(JSON.stringify(created.spec)).toContain('203.0.113.0');
+    expect(JSON.stringify(created.spec)).toContain('100.96.0.0'); // shoot pods: legacy path only
+
+    // gardenlet applies its version again: the webhook puts the same RBAC filter back, nothing changes.
+    await serverSideApply(cp.kubeConfig, original as never, 'gardenlet', true);
+    const reapplied = await stored(id);
+    expect(reapplied.metadata.resourceVersion).toBe(created.metadata.resourceVersion);
+    expect(reapplied.spec).toEqual(created.spec);
+
+    // An update that changes something else keeps the filter.
+    await mergePatch(cp.kubeConfig, filterRef(id), { metadata: { labels: { touched: 'yes' } } });
+    expect(filterNames(await stored(id))).toEqual(['gardener-acl-legacy-proxy', 'envoy.filters.network.tcp_proxy']);
+
+    // The `-apiserver-proxy` variant of the name is handled the same way.
+    await createObject(cp.kubeConfig, legacyFilter(id, GW, `${id}-apiserver-proxy`) as never);
+    expect(filterNames(await stored(`${id}-apiserver-proxy`))).toEqual(['gardener-acl-legacy-proxy', 'envoy.filters.network.tcp_proxy']);
+  });
+
+  it('leaves the legacy filters of a shoot without ACL, or with its Extension in deletion, as Gardener wrote them', async () => {
+    for (const s of [OPEN, GONE]) {
+      const original = legacyFilter(technicalID(s), GW);
+      await createObject(cp.kubeConfig, original as never);
+      expect((await stored(technicalID(s))).spec).toEqual(original['spec']);
+    }
+  });
+
+  it('an empty merge patch (the controller’s trigger) brings a changed ACL into the legacy filter', async () => {
+    const id = technicalID(A);
+    await patchStatus(cp.kubeConfig, extRef(A), { state: appliedState(['198.18.0.0/15']) });
+    await eventually('cache sees the new ACL', () => appliedAcls(cache.extensions())[0]?.rule.cidrs.map(formatCidr).join() === '198.18.0.0/15');
+    await mergePatch(cp.kubeConfig, filterRef(id), {});
+    const spec = JSON.stringify((await stored(id)).spec);
+    expect(spec).toContain('198.18.0.0');
+    expect(spec).not.toContain('203.0.113.0');
+  });
+
+  it('stores a stale combined filter written by hand in the authoritative form, and refuses names the controller does not write', async () => {
+    const authoritative = buildCombinedConnectFilters({
+      operator: defaultOperatorConfig(),
+      gateways: seedGatewayWorkloads(cache.deployments()),
+      shoots: appliedAcls(cache.extensions() as Extension[]),
+    });
+    const target = authoritative.find((f) => f.metadata.name === 'acl-connect-8132-000');
+    expect(target).toBeDefined();
+    // An older writer's version: one header only, no labels.
+    const stale = { ...target, metadata: { name: 'acl-connect-8132-000', namespace: GW }, spec: { ...target!.spec, configPatches: [{ applyTo: 'HTTP_FILTER', patch: { operation: 'INSERT_FIRST', value: { name: 'old' } } }] } };
+    await createObject(cp.kubeConfig, stale as never);
+    const result = await stored('acl-connect-8132-000');
+    expect(jsonEqual(result.spec, target!.spec)).toBe(true);
+    expect(result.metadata.labels).toMatchObject(target!.metadata.labels);
+
+    // An update by hand is rewritten too.
+    await mergePatch(cp.kubeConfig, filterRef('acl-connect-8132-000'), { spec: { configPatches: [] } });
+    expect(jsonEqual((await stored('acl-connect-8132-000')).spec, target!.spec)).toBe(true);
+
+    expect(await refusal(createObject(cp.kubeConfig, { ...stale, metadata: { name: 'acl-connect-9999-000', namespace: GW } } as never))).toContain(
+      'names starting "acl-connect-" are reserved',
+    );
+  });
+
+  it('rejects an invalid Shoot with the exact field-path message and stores valid or disabled ones', async () => {
+    const invalid = shoot('invalid', allowRule('203.0.113.0/24', '2001:db8::/48', '10.0.0.300/8'));
+    expect(await refusal(createObject(cp.kubeConfig, invalid as never))).toBe(
+      'admission webhook "shoots.acl.gardener.cloud" denied the request: spec.extensions[0].providerConfig.rule.cidrs[2]: "10.0.0.300/8" is not a valid CIDR ("10.0.0.300" is not an IPv4 address); write a range like 203.0.113.0/24 or 2001:db8::/48',
+    );
+    expect(await refusal(createObject(cp.kubeConfig, shoot('norule', { apiVersion: 'acl.gardener.cloud/v1alpha1' }) as never))).toBe(
+      'admission webhook "shoots.acl.gardener.cloud" denied the request: spec.extensions[0].providerConfig.rule: is required: add rule with action, type and cidrs',
+    );
+    const tooMany = Array.from({ length: 51 }, (_, i) => `10.0.${i}.0/24`);
+    expect(await refusal(createObject(cp.kubeConfig, shoot('toomany', allowRule(...tooMany)) as never))).toContain(
+      'spec.extensions[0].providerConfig.rule.cidrs: has 51 entries, more than the maximum of 50 set by the operator',
+    );
+
+    await createObject(cp.kubeConfig, shoot('valid', allowRule('203.0.113.0/24')) as never);
+    await createObject(cp.kubeConfig, shoot('disabled', allowRule('nonsense'), { disabled: true }) as never);
+    for (const name of ['valid', 'disabled']) {
+      expect(await getObject(cp.kubeConfig, { apiVersion: 'core.gardener.cloud/v1beta1', kind: 'Shoot', name, namespace: 'garden-p' })).toBeDefined();
+    }
+  });
+
+  it('picks up a rotated serving certificate without restart while requests through the API server keep succeeding', async () => {
+    const before = await postHttps(`${hook.url}/validate-shoot`, hook.ca.cert, '{}');
+    const rotated = await issueServingCert(hook.ca, { commonName: 'rotated', ips: ['127.0.0.1'] });
+    const rotatedSerial = new X509Certificate(rotated.cert).serialNumber;
+    expect(before.peerCertificateSerial).not.toBe(rotatedSerial);
+
+    let stop = false;
+    let writes = 0;
+    const load = (async () => {
+      while (!stop) {
+        await mergePatch(cp.kubeConfig, filterRef(technicalID(A)), {});
+        await createObject(cp.kubeConfig, shoot(`load-${writes}`, allowRule('203.0.113.0/24')) as never, { dryRun: true });
+        writes++;
+      }
+    })();
+    await hook.rotate(rotated);
+    await eventually('new certificate served', async () => (await postHttps(`${hook.url}/validate-shoot`, hook.ca.cert, '{}')).peerCertificateSerial === rotatedSerial, 5_000);
+    // A few more rounds on fresh connections after the swap.
+    const after = writes;
+    await eventually('requests after rotation', () => writes >= after + 3, 10_000);
+    stop = true;
+    await load; // rejects if any write failed
+    expect(filterNames(await stored(technicalID(A)))).toEqual(['gardener-acl-legacy-proxy', 'envoy.filters.network.tcp_proxy']);
+  });
+});
