@@ -27,6 +27,9 @@ step "real kube-apiserver and etcd (built from their Go modules; minutes on a co
 KUBE_ASSETS="$(bash scripts/setup-kube.sh | tail -n 1)"
 export KUBE_ASSETS
 
+step "Helm (built from its Go module) for the chart tests"
+HELM_BIN="$(bash scripts/setup-helm.sh | tail -n 1)"; export HELM_BIN
+
 step "lint and typecheck"
 npx eslint .
 npx tsc -p tsconfig.json --noEmit

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { CONTROLLER_USAGE, controllerCommand } from './controller-command.js';
+import { REGISTRATION_USAGE, registrationCommand } from './registration-command.js';
 import { renderCommand, RENDER_USAGE, type CommandIO } from './render-command.js';
 import { WEBHOOK_CONFIG_USAGE, WEBHOOK_USAGE, webhookCommand, webhookConfigCommand } from './webhook-command.js';
 
@@ -8,6 +9,7 @@ const USAGE = `usage: gardener-acl <command> [options]
 commands:
   render       print the EnvoyFilters for a seed's objects (offline)
   controller   run the extension controller on a seed
+  registration print the ControllerRegistration/ControllerDeployment (or gardener-operator Extension)
   webhook      serve the admission webhooks (EnvoyFilters on the seed, Shoots in the garden)
   webhook-config  print the webhook registration objects
 
@@ -17,7 +19,9 @@ ${CONTROLLER_USAGE}
 
 ${WEBHOOK_USAGE}
 
-${WEBHOOK_CONFIG_USAGE}`;
+${WEBHOOK_CONFIG_USAGE}
+
+${REGISTRATION_USAGE}`;
 
 const io: CommandIO = { stdout: (t) => process.stdout.write(t), stderr: (t) => process.stderr.write(t) };
 
@@ -28,6 +32,8 @@ async function main(argv: readonly string[]): Promise<number> {
       return renderCommand(rest, io);
     case 'controller':
       return controllerCommand(rest, io);
+    case 'registration':
+      return registrationCommand(rest, io);
     case 'webhook':
       return webhookCommand(rest, io);
     case 'webhook-config':

@@ -41,7 +41,7 @@ Prints the MutatingWebhookConfiguration and ValidatingWebhookConfiguration as YA
 
   --webhooks LIST              envoyfilter,shoot (default both)
   --timeout-seconds N          1-30 (default 10)
-  --controller-user NAME       exempt this user's (the controller's) EnvoyFilter writes`;
+  --controller-user NAME       exempt this user's (the controller's) writes of combined filters`;
 
 const WEBHOOK_NAMES = ['envoyfilter', 'shoot'] as const;
 const webhookList = z

@@ -50,7 +50,12 @@ function configuration(kind: string, webhook: Record<string, unknown>, options: 
 export function mutatingWebhookConfiguration(options: WebhookConfigurationOptions): Record<string, unknown> {
   const matchConditions = [{ name: 'legacy-proxy-or-combined-connect-filter', expression: ENVOY_FILTER_NAMES }];
   if (options.controllerUsername) {
-    matchConditions.push({ name: 'not-written-by-the-controller', expression: `request.userInfo.username != ${JSON.stringify(options.controllerUsername)}` });
+    // Only the controller's combined filters are exempt: its empty patches to Gardener's legacy
+    // filters exist precisely to run this webhook.
+    matchConditions.push({
+      name: 'not-a-combined-filter-written-by-the-controller',
+      expression: `!object.metadata.name.startsWith('acl-connect-') || request.userInfo.username != ${JSON.stringify(options.controllerUsername)}`,
+    });
   }
   const webhook = {
     name: 'envoyfilters.acl.gardener.cloud',

@@ -1,0 +1,196 @@
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { packChart } from '../registration/chart-archive.js';
+import { controllerDeployment, controllerRegistration, operatorExtension, type HelmValues } from '../registration/registration-objects.js';
+import { toYamlDocuments } from '../render/yaml-documents.js';
+import type { CommandIO } from './render-command.js';
+
+/**
+ * charts/gardener-acl of the installation: found by walking up from this module, because it
+ * runs from src/cli (tsx) as well as from dist/src/cli (built image).
+ */
+export function defaultChartDir(start = path.dirname(fileURLToPath(import.meta.url))): string {
+  for (let dir = start; ; dir = path.dirname(dir)) {
+    const candidate = path.join(dir, 'charts', 'gardener-acl');
+    if (existsSync(path.join(candidate, 'Chart.yaml'))) return candidate;
+    if (path.dirname(dir) === dir) return path.join(start, 'charts', 'gardener-acl');
+  }
+}
+
+export const REGISTRATION_USAGE = `usage: gardener-acl registration [options]
+
+Prints what a Gardener operator applies to install the extension: a ControllerRegistration
+(Extension type acl) and a ControllerDeployment (core.gardener.cloud/v1) carrying the seed chart
+as helm.rawChart (packed here, deterministically; Helm is not needed). With --operator, prints
+a gardener-operator Extension (operator.gardener.cloud/v1alpha1) instead, which refers to the
+charts pushed to an OCI registry.
+
+  --name NAME                     object names (default acl)
+  --chart DIR                     seed chart directory (default: charts/gardener-acl of this installation)
+  --image-repository REPO         image.repository value
+  --image-tag TAG                 image.tag value
+  --values FILE                   YAML map of further chart values (merged under the flags above)
+  --policy POLICY                 OnDemand|Always|AlwaysExceptNoShoots (default OnDemand)
+  --output yaml|json              (default yaml)
+  --operator                      print the gardener-operator Extension
+  --chart-ref REF                 --operator: OCI ref of the seed chart
+  --admission-chart-ref REF       --operator: OCI ref of the admission chart
+  --admission-namespace NS        --operator: runtime namespace of the admission server (default garden)
+  --admission-ca-bundle FILE      --operator: PEM CA of the admission TLS Secret
+  --admission-tls-secret NAME     --operator: kubernetes.io/tls Secret of the admission server
+                                  (default gardener-acl-admission-tls)
+Exit codes: 0 ok, 2 invalid input.`;
+
+const dnsLabel = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, { error: 'must be a lower-case DNS label' }).max(63);
+const ociRef = z.string().regex(/^[a-z0-9.-]+(:[0-9]+)?\/[^\s:@]+(:[\w.-]+|@sha256:[a-f0-9]{64})$/, { error: 'must be an OCI reference with a tag or digest, e.g. ghcr.io/org/charts/gardener-acl:0.1.0' });
+
+const argsSchema = z
+  .object({
+    name: dnsLabel,
+    chart: z.string().min(1),
+    'image-repository': z.string().regex(/^[^\s:@]+(:[0-9]+)?(\/[^\s:@]+)*$/, { error: 'must be an image repository without tag, e.g. ghcr.io/org/gardener-acl' }).optional(),
+    'image-tag': z.string().regex(/^[\w][\w.-]{0,127}$/, { error: 'must be an image tag such as 0.1.0' }).optional(),
+    values: z.string().optional(),
+    policy: z.enum(['OnDemand', 'Always', 'AlwaysExceptNoShoots'], { error: 'must be OnDemand, Always or AlwaysExceptNoShoots' }),
+    output: z.enum(['yaml', 'json'], { error: 'must be yaml or json' }),
+    operator: z.boolean(),
+    'chart-ref': ociRef.optional(),
+    'admission-chart-ref': ociRef.optional(),
+    'admission-namespace': dnsLabel,
+    'admission-ca-bundle': z.string().optional(),
+    'admission-tls-secret': dnsLabel,
+  })
+  .superRefine((a, ctx) => {
+    if (!a.operator) {
+      for (const flag of ['chart-ref', 'admission-chart-ref', 'admission-ca-bundle'] as const) {
+        if (a[flag] !== undefined) ctx.addIssue({ code: 'custom', path: [flag], message: 'only with --operator' });
+      }
+      return;
+    }
+    for (const flag of ['chart-ref', 'admission-chart-ref', 'admission-ca-bundle'] as const) {
+      if (a[flag] === undefined) ctx.addIssue({ code: 'custom', path: [flag], message: 'is required with --operator' });
+    }
+  });
+
+const valuesFileSchema = z.record(z.string(), z.unknown(), { error: 'must be a YAML map of chart values' });
+
+function isMap(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Helm-style merge: maps merge key by key, anything else is replaced. */
+function mergeValues(base: HelmValues, over: HelmValues): HelmValues {
+  const out: HelmValues = { ...base };
+  for (const [k, v] of Object.entries(over)) {
+    const current = out[k];
+    out[k] = isMap(current) && isMap(v) ? mergeValues(current, v) : v;
+  }
+  return out;
+}
+
+async function readValuesFile(file: string | undefined): Promise<HelmValues | string> {
+  if (file === undefined) return {};
+  let raw: unknown;
+  try {
+    raw = parseYaml(await readFile(file, 'utf8'));
+  } catch (error) {
+    return `--values: ${file}: ${(error as Error).message}`;
+  }
+  const parsed = valuesFileSchema.safeParse(raw ?? {});
+  return parsed.success ? parsed.data : `--values: ${file}: ${parsed.error.issues[0]?.message ?? 'invalid'}`;
+}
+
+async function readPem(file: string): Promise<string | { error: string }> {
+  try {
+    const pem = await readFile(file, 'utf8');
+    return pem.includes('-----BEGIN CERTIFICATE-----') ? pem : { error: `--admission-ca-bundle: ${file} holds no PEM certificate` };
+  } catch (error) {
+    return { error: `--admission-ca-bundle: ${(error as Error).message}` };
+  }
+}
+
+export async function registrationCommand(argv: readonly string[], io: CommandIO): Promise<number> {
+  let raw;
+  try {
+    raw = parseArgs({
+      args: [...argv],
+      options: {
+        name: { type: 'string', default: 'acl' },
+        chart: { type: 'string', default: defaultChartDir() },
+        'image-repository': { type: 'string' },
+        'image-tag': { type: 'string' },
+        values: { type: 'string' },
+        policy: { type: 'string', default: 'OnDemand' },
+        output: { type: 'string', short: 'o', default: 'yaml' },
+        operator: { type: 'boolean', default: false },
+        'chart-ref': { type: 'string' },
+        'admission-chart-ref': { type: 'string' },
+        'admission-namespace': { type: 'string', default: 'garden' },
+        'admission-ca-bundle': { type: 'string' },
+        'admission-tls-secret': { type: 'string', default: 'gardener-acl-admission-tls' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (error) {
+    io.stderr(`${(error as Error).message}\n${REGISTRATION_USAGE}\n`);
+    return 2;
+  }
+  if (raw.values.help) {
+    io.stdout(`${REGISTRATION_USAGE}\n`);
+    return 0;
+  }
+  const args = argsSchema.safeParse(raw.values);
+  if (!args.success) {
+    io.stderr(`${args.error.issues.map((i) => `--${String(i.path[0])}: ${i.message}`).join('\n')}\n${REGISTRATION_USAGE}\n`);
+    return 2;
+  }
+  const a = args.data;
+  const fileValues = await readValuesFile(a.values);
+  if (typeof fileValues === 'string') {
+    io.stderr(`${fileValues}\n`);
+    return 2;
+  }
+  const image: HelmValues = {};
+  if (a['image-repository']) image.repository = a['image-repository'];
+  if (a['image-tag']) image.tag = a['image-tag'];
+  const values = Object.keys(image).length > 0 ? mergeValues(fileValues, { image }) : fileValues;
+
+  let objects: Record<string, unknown>[];
+  if (a.operator) {
+    const ca = await readPem(a['admission-ca-bundle'] ?? '');
+    if (typeof ca !== 'string') {
+      io.stderr(`${ca.error}\n`);
+      return 2;
+    }
+    objects = [
+      operatorExtension({
+        name: a.name,
+        policy: a.policy,
+        values,
+        chartRef: a['chart-ref'] ?? '',
+        admissionChartRef: a['admission-chart-ref'] ?? '',
+        admissionNamespace: a['admission-namespace'],
+        admissionCaBundle: ca,
+        admissionTlsSecretName: a['admission-tls-secret'],
+      }),
+    ];
+  } else {
+    let chartArchive: Buffer;
+    try {
+      chartArchive = (await packChart(a.chart)).archive;
+    } catch (error) {
+      io.stderr(`--chart: cannot pack ${a.chart}: ${(error as Error).message}\n`);
+      return 2;
+    }
+    const options = { name: a.name, chartArchive, values, policy: a.policy };
+    objects = [controllerRegistration(options), controllerDeployment(options)];
+  }
+  if (a.output === 'json') io.stdout(`${JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }, null, 2)}\n`);
+  else io.stdout(toYamlDocuments(objects));
+  return 0;
+}

@@ -1,0 +1,155 @@
+// The charts under Helm itself (built from its Go module): lint, render, schema rejections with
+// the message an operator sees, and agreement with the code the charts configure.
+import { describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { parseOperatorConfig } from '../../src/acl/operator-config.js';
+import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../../src/webhook/webhook-configuration.js';
+import { CLUSTER_RULES, KUBE_SYSTEM_RULES, leaderElectionRules } from './expected-rbac.js';
+import { ADMISSION_CHART, SEED_CHART, find, helm, renderChart, type KubeObject } from './helm.js';
+
+const NON_DEFAULT_SEED = {
+  image: { repository: 'registry.example.com/acl', tag: '', digest: `sha256:${'a'.repeat(64)}`, pullPolicy: 'Always' },
+  replicas: 3,
+  priorityClassName: '',
+  logLevel: 'debug',
+  controller: { workers: 2, resyncPeriod: '5m', combinedMinInterval: '30s', probePort: 9090, leaderElection: { enabled: true, id: 'acl-leader', leaseDuration: '30s', renewDeadline: '20s', retryPeriod: '5s' } },
+  config: { additionalAllowedCIDRs: ['192.0.2.0/24', '2001:db8::/32'], maxCIDRs: 200, protectedHeaders: ['X-Gardener-Destination'], protectedPorts: [8443], sniPort: 9443, legacyProxyPort: 8443, maxObjectBytes: 262144 },
+  webhook: { enabled: false },
+  gardener: { version: '1.130.0', seed: { name: 'aws-eu1', provider: 'aws', networks: { nodes: '10.250.0.0/16' } }, garden: { clusterIdentity: 'landscape' } },
+};
+
+type Container = { name: string; args: string[]; image: string; securityContext: Record<string, unknown>; livenessProbe: unknown; readinessProbe: unknown; resources: unknown };
+const podSpec = (objects: readonly KubeObject[]) => (find(objects, 'Deployment') as unknown as { spec: { replicas: number; template: { spec: { securityContext: Record<string, unknown>; containers: Container[] } } } }).spec;
+const sortRules = (rules: readonly object[]) => [...rules].map((r) => JSON.stringify(r)).sort();
+
+describe('helm lint', () => {
+  it.each([
+    ['seed, defaults', SEED_CHART, []],
+    ['seed, non-default values', SEED_CHART, ['--set-json', `replicas=3`, '--set-json', `config=${JSON.stringify(NON_DEFAULT_SEED.config)}`, '--set', 'webhook.enabled=false']],
+    ['admission, defaults', ADMISSION_CHART, []],
+    ['admission, registration only by URL', ADMISSION_CHART, ['--set', 'server.enabled=false', '--set', 'webhook.registration.mode=url', '--set', 'webhook.registration.url=https://gardener-acl-admission.garden.svc']],
+  ])('%s', async (_name, chart, extra) => {
+    const result = await helm(['lint', '--strict', chart, ...extra]);
+    expect(result.stderr + result.stdout).toContain('0 chart(s) failed');
+    expect(result.code).toBe(0);
+  });
+});
+
+describe('seed chart rendering', () => {
+  it('defaults: two replicas, leader election, PDB, probes, non-root read-only containers', async () => {
+    const objects = await renderChart(SEED_CHART);
+    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual([
+      'ClusterRole/gardener-acl', 'ClusterRoleBinding/gardener-acl', 'ConfigMap/gardener-acl-config', 'Deployment/gardener-acl',
+      'MutatingWebhookConfiguration/gardener-acl', 'PodDisruptionBudget/gardener-acl', 'Role/gardener-acl', 'Role/gardener-acl-leader-election',
+      'RoleBinding/gardener-acl', 'RoleBinding/gardener-acl-leader-election', 'Secret/gardener-acl-webhook-tls', 'Service/gardener-acl', 'ServiceAccount/gardener-acl',
+    ]);
+    const spec = podSpec(objects);
+    expect(spec.replicas).toBe(2);
+    expect(spec.template.spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532 });
+    for (const c of spec.template.spec.containers) {
+      expect(c.securityContext).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+      expect(c.livenessProbe).toBeDefined();
+      expect(c.readinessProbe).toBeDefined();
+      expect(c.resources).toBeDefined();
+    }
+    expect(spec.template.spec.containers.map((c) => c.args[0])).toEqual(['controller', 'webhook']);
+    expect(find(objects, 'PodDisruptionBudget').spec).toMatchObject({ maxUnavailable: 1 });
+  });
+
+  it('non-default values reach the args, the OperatorConfiguration and the RBAC; Gardener-injected values are accepted', async () => {
+    const objects = await renderChart(SEED_CHART, NON_DEFAULT_SEED);
+    const spec = podSpec(objects);
+    const controller = spec.template.spec.containers.find((c) => c.name === 'controller');
+    expect(spec.template.spec.containers).toHaveLength(1);
+    expect(controller?.image).toBe(`registry.example.com/acl@sha256:${'a'.repeat(64)}`);
+    expect(controller?.args).toEqual([
+      'controller', '--config=/etc/gardener-acl/config/config.yaml', '--leader-elect=true', '--leader-election-id=acl-leader',
+      '--lease-duration=30s', '--renew-deadline=20s', '--retry-period=5s', '--probe-port=9090', '--workers=2',
+      '--resync-period=5m', '--combined-min-interval=30s', '--log-level=debug',
+    ]);
+    const configYaml = (find(objects, 'ConfigMap').data as Record<string, string>)['config.yaml'] ?? '';
+    const parsed = parseOperatorConfig(parseYaml(configYaml));
+    expect(parsed.ok && parsed.config).toMatchObject({ maxCIDRs: 200, protectedHeaders: ['x-gardener-destination'], protectedPorts: [8443], maxObjectBytes: 262144 });
+    expect(find(objects, 'PodDisruptionBudget').spec).toMatchObject({ maxUnavailable: 2 });
+    expect(objects.some((o) => o.kind === 'MutatingWebhookConfiguration')).toBe(false);
+    expect(find(objects, 'Role', 'gardener-acl-leader-election').rules).toEqual(leaderElectionRules('acl-leader'));
+  });
+
+  it('the default OperatorConfiguration is what the controller would use without --config', async () => {
+    const configYaml = (find(await renderChart(SEED_CHART), 'ConfigMap').data as Record<string, string>)['config.yaml'] ?? '';
+    expect(parseOperatorConfig(parseYaml(configYaml))).toEqual(parseOperatorConfig({ apiVersion: 'acl.gardener.cloud/v1alpha1', kind: 'OperatorConfiguration' }));
+  });
+
+  it('grants exactly the rules in the table, nothing broader', async () => {
+    const objects = await renderChart(SEED_CHART);
+    expect(sortRules(find(objects, 'ClusterRole').rules as object[])).toEqual(sortRules(CLUSTER_RULES));
+    expect(sortRules(find(objects, 'Role', 'gardener-acl', 'kube-system').rules as object[])).toEqual(sortRules(KUBE_SYSTEM_RULES));
+    expect(find(objects, 'Role', 'gardener-acl-leader-election', 'garden').rules).toEqual(leaderElectionRules('gardener-acl-leader-election'));
+    const all = objects.filter((o) => o.kind === 'ClusterRole' || o.kind === 'Role').flatMap((o) => o.rules as { verbs: string[]; resources: string[] }[]);
+    expect(all.flatMap((r) => [...r.verbs, ...r.resources]).filter((x) => x.includes('*'))).toEqual([]);
+  });
+
+  it('the MutatingWebhookConfiguration is the one the webhook code defines, with the CA of the rendered Secret', async () => {
+    const objects = await renderChart(SEED_CHART);
+    const rendered = find(objects, 'MutatingWebhookConfiguration') as unknown as { webhooks: { clientConfig: { caBundle: string }; matchConditions: { name: string; expression: string }[] }[] };
+    const ca = Buffer.from(rendered.webhooks[0]?.clientConfig.caBundle ?? '', 'base64').toString();
+    expect(ca).toContain('BEGIN CERTIFICATE');
+    const expected = mutatingWebhookConfiguration({
+      target: { service: { name: 'gardener-acl', namespace: 'garden', port: 443 } },
+      caBundlePem: ca,
+      controllerUsername: 'system:serviceaccount:garden:gardener-acl',
+    }) as { webhooks: Record<string, unknown>[] };
+    const [webhook] = rendered.webhooks;
+    // The controller's own combined filters skip the webhook; its empty re-trigger patches of
+    // Gardener's shoot-* filters do not.
+    expect(webhook?.matchConditions.slice(1)).toEqual([
+      { name: 'not-a-combined-filter-written-by-the-controller', expression: `!object.metadata.name.startsWith('acl-connect-') || request.userInfo.username != "system:serviceaccount:garden:gardener-acl"` },
+    ]);
+    expect(webhook).toEqual(expected.webhooks[0]);
+    expect(objects.filter((o) => o.kind === 'Secret')).toHaveLength(1);
+  });
+});
+
+describe('admission chart rendering', () => {
+  it('defaults: the ValidatingWebhookConfiguration of the webhook code; no token, no RBAC', async () => {
+    const objects = await renderChart(ADMISSION_CHART);
+    expect(objects.some((o) => o.kind.endsWith('Role') || o.kind.endsWith('RoleBinding'))).toBe(false);
+    expect(find(objects, 'ServiceAccount').automountServiceAccountToken).toBe(false);
+    const rendered = find(objects, 'ValidatingWebhookConfiguration') as unknown as { webhooks: { clientConfig: { caBundle: string } }[] };
+    const ca = Buffer.from(rendered.webhooks[0]?.clientConfig.caBundle ?? '', 'base64').toString();
+    expect(rendered.webhooks).toEqual((validatingWebhookConfiguration({ target: { service: { name: 'gardener-acl-admission', namespace: 'garden', port: 443 } }, caBundlePem: ca }) as { webhooks: unknown[] }).webhooks);
+    expect(podSpec(objects).template.spec.containers[0]?.args.slice(0, 2)).toEqual(['webhook', '--webhooks=shoot']);
+  });
+
+  it('virtual-garden release: only the registration, by URL', async () => {
+    const ca = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
+    const objects = await renderChart(ADMISSION_CHART, {
+      server: { enabled: false },
+      webhook: { registration: { mode: 'url', url: 'https://gardener-acl-admission.garden.svc' }, tls: { mode: 'secret', secretName: 'admission-tls', caBundle: ca } },
+    });
+    expect(objects.map((o) => o.kind)).toEqual(['ValidatingWebhookConfiguration']);
+    expect((find(objects, 'ValidatingWebhookConfiguration') as unknown as { webhooks: { clientConfig: unknown }[] }).webhooks[0]?.clientConfig).toEqual({
+      url: 'https://gardener-acl-admission.garden.svc/validate-shoot',
+      caBundle: Buffer.from(ca).toString('base64'),
+    });
+  });
+});
+
+describe('invalid values are rejected by values.schema.json with the field named', () => {
+  it.each([
+    ['a typo at the top level', SEED_CHART, ['--set', 'replica=3'], "at '': additional properties 'replica' not allowed"],
+    ['a CIDR that is not one', SEED_CHART, ['--set-json', 'config.additionalAllowedCIDRs=["10.0.0.0"]'], "at '/config/additionalAllowedCIDRs/0'"],
+    ['maxCIDRs out of range', SEED_CHART, ['--set', 'config.maxCIDRs=5000'], "at '/config/maxCIDRs': maximum: got 5,000, want 1,000"],
+    ['a header name with a space', SEED_CHART, ['--set-json', 'config.protectedHeaders=["X Bad"]'], "at '/config/protectedHeaders/0'"],
+    ['a duration without unit', SEED_CHART, ['--set', 'controller.resyncPeriod=10'], "at '/controller/resyncPeriod'"],
+    ['an unknown log level', SEED_CHART, ['--set', 'logLevel=verbose'], "at '/logLevel'"],
+    ['webhook TLS from a Secret without its CA', SEED_CHART, ['--set', 'webhook.tls.mode=secret', '--set', 'webhook.tls.secretName=x'], "at '/webhook/tls/caBundle'"],
+    ['zero replicas', SEED_CHART, ['--set', 'replicas=0'], "at '/replicas': minimum: got 0, want 1"],
+    ['admission URL mode without https URL', ADMISSION_CHART, ['--set', 'webhook.registration.mode=url', '--set', 'webhook.registration.url=http://x'], "at '/webhook/registration/url'"],
+  ])('%s', async (_name, chart, args, message) => {
+    const result = await helm(['template', 'gardener-acl', chart, ...args]);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain("values don't meet the specifications of the schema(s)");
+    expect(result.stderr).toContain(message);
+  });
+});

@@ -1,0 +1,29 @@
+// What the code sends, rule by rule (derived from src/actuator, src/kube, src/webhook). The
+// chart must grant exactly this: the render test compares the rendered rules with it, and the
+// integration test runs the controller with a token bound to them.
+export interface Rule {
+  readonly apiGroups: readonly string[];
+  readonly resources: readonly string[];
+  readonly verbs: readonly string[];
+  readonly resourceNames?: readonly string[];
+}
+
+export const CLUSTER_RULES: readonly Rule[] = [
+  { apiGroups: ['extensions.gardener.cloud'], resources: ['extensions'], verbs: ['list', 'watch', 'patch'] },
+  { apiGroups: ['extensions.gardener.cloud'], resources: ['extensions/status'], verbs: ['patch'] },
+  { apiGroups: ['extensions.gardener.cloud'], resources: ['clusters', 'infrastructures'], verbs: ['list', 'watch'] },
+  { apiGroups: ['networking.istio.io'], resources: ['gateways'], verbs: ['list', 'watch'] },
+  { apiGroups: ['networking.istio.io'], resources: ['envoyfilters'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
+  { apiGroups: ['apps'], resources: ['deployments'], verbs: ['list', 'watch'] },
+  { apiGroups: [''], resources: ['services'], verbs: ['list', 'watch'] },
+  { apiGroups: ['resources.gardener.cloud'], resources: ['managedresources'], verbs: ['get', 'create', 'patch', 'delete'] },
+  { apiGroups: [''], resources: ['secrets'], verbs: ['create', 'delete'] },
+  { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+];
+
+export const KUBE_SYSTEM_RULES: readonly Rule[] = [{ apiGroups: [''], resources: ['configmaps'], verbs: ['list', 'watch'] }];
+
+export const leaderElectionRules = (leaseName: string): readonly Rule[] => [
+  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: [leaseName], verbs: ['get', 'update'] },
+];

@@ -1,0 +1,170 @@
+// The seed chart on a real kube-apiserver: the rendered objects are applied, then the controller
+// runs as a separate process with the args, env and config the chart's Deployment defines and a
+// token of the chart's ServiceAccount, so the API server enforces the chart's RBAC. An ACL
+// Extension must be reconciled with exactly those permissions; taking one rule away must break
+// it; and requests the code never sends must be denied.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { KubeConfig } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MANAGED_RESOURCE_NAME } from '../../src/actuator/managed-resource.js';
+import { listAll } from '../../src/kube/list-watch.js';
+import { createObject, getObject, serverSideApply, type ObjectToWrite } from '../../src/kube/objects-client.js';
+import { restRequest } from '../../src/kube/rest.js';
+import { DEFAULT_GW, allowRule, createSeed, technicalID, type ShootFixture } from '../actuator/seed-fixture.js';
+import { getFreePort, type ControlPlane } from '../kube/control-plane.js';
+import { eventually, startWithCRDs } from '../kube/kube-test-helpers.js';
+import { killOnExit } from '../support/child-processes.js';
+import { CLUSTER_RULES } from './expected-rbac.js';
+import { SEED_CHART, find, renderChart, type KubeObject } from './helm.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const NAMESPACE = 'garden';
+const SA_USER = `system:serviceaccount:${NAMESPACE}:gardener-acl`;
+const CONFIG_MOUNT = '/etc/gardener-acl/config';
+// The EnvoyFilter webhook has its own tests (test/webhook); here it would need the seed API
+// server to reach a Service, so the chart is rendered without it. RBAC is the same either way.
+// A 0s write interval keeps the scenario fast; everything else is the chart's default.
+const VALUES = { webhook: { enabled: false }, controller: { combinedMinInterval: '0s' } };
+
+const A: ShootFixture = { project: 'p', name: 'a', providerConfig: allowRule('203.0.113.0/24') };
+const B: ShootFixture = { project: 'p', name: 'b', providerConfig: allowRule('192.0.2.0/24') };
+
+type Container = { name: string; args: string[]; env?: { name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[] };
+interface ExtensionView {
+  status?: { lastOperation?: { state: string }; lastError?: { description: string } };
+}
+
+async function serviceAccountKubeconfig(cp: ControlPlane, dir: string): Promise<string> {
+  const review = (await restRequest(cp.kubeConfig, {
+    method: 'POST',
+    path: `/api/v1/namespaces/${NAMESPACE}/serviceaccounts/gardener-acl/token`,
+    body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
+  })) as { status: { token: string } };
+  const cluster = cp.kubeConfig.getCurrentCluster();
+  if (!cluster) throw new Error('admin kubeconfig without cluster');
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [cluster],
+    users: [{ name: 'gardener-acl', token: review.status.token }],
+    contexts: [{ name: 'sa', cluster: cluster.name, user: 'gardener-acl' }],
+    currentContext: 'sa',
+  });
+  const file = path.join(dir, 'sa.kubeconfig');
+  await writeFile(file, kc.exportConfig());
+  return file;
+}
+
+/** The controller container as a process: its args (mount paths mapped to files, ports to free ones) and env. */
+async function startController(objects: readonly KubeObject[], dir: string, kubeconfig: string): Promise<{ child: ChildProcess; output: () => string }> {
+  const deployment = find(objects, 'Deployment') as unknown as { spec: { template: { spec: { containers: Container[] } } } };
+  const container = deployment.spec.template.spec.containers.find((c) => c.name === 'controller');
+  if (!container) throw new Error('no controller container');
+  const configFile = path.join(dir, 'config.yaml');
+  await writeFile(configFile, (find(objects, 'ConfigMap').data as Record<string, string>)['config.yaml'] ?? '');
+  const probePort = await getFreePort();
+  const args = container.args.map((arg) => arg.replace(`${CONFIG_MOUNT}/config.yaml`, configFile).replace(/^--probe-port=\d+$/, `--probe-port=${probePort}`));
+  const env: Record<string, string> = {};
+  for (const e of container.env ?? []) {
+    if (e.valueFrom?.fieldRef?.fieldPath !== 'metadata.namespace') throw new Error(`unexpected env ${e.name}`);
+    env[e.name] = NAMESPACE;
+  }
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli/main.ts'), ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', KUBECONFIG: kubeconfig, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  killOnExit(child);
+  let output = '';
+  child.stdout?.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
+  return { child, output: () => output };
+}
+
+async function canI(cp: ControlPlane, attributes: Record<string, string>): Promise<boolean> {
+  const review = (await restRequest(cp.kubeConfig, {
+    method: 'POST',
+    path: '/apis/authorization.k8s.io/v1/subjectaccessreviews',
+    body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: { user: SA_USER, groups: ['system:serviceaccounts', `system:serviceaccounts:${NAMESPACE}`, 'system:authenticated'], resourceAttributes: attributes } },
+  })) as { status: { allowed: boolean } };
+  return review.status.allowed;
+}
+
+describe('seed chart RBAC on a real kube-apiserver', () => {
+  let cp: ControlPlane;
+  let dir: string;
+  let objects: KubeObject[];
+  let controller: { child: ChildProcess; output: () => string } | undefined;
+  const ext = async (s: ShootFixture) =>
+    (await getObject(cp.kubeConfig, { apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension', name: 'acl', namespace: technicalID(s) })) as unknown as ExtensionView | undefined;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'acl-chart-rbac-'));
+    cp = await startWithCRDs([NAMESPACE]);
+    objects = await renderChart(SEED_CHART, VALUES, NAMESPACE);
+    for (const obj of objects) await createObject(cp.kubeConfig, obj as unknown as ObjectToWrite);
+    await createSeed(cp.kubeConfig, [DEFAULT_GW], [A]);
+    controller = await startController(objects, dir, await serviceAccountKubeconfig(cp, dir));
+  }, 120_000);
+
+  afterAll(async () => {
+    controller?.child.kill('SIGTERM');
+    await cp?.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('reconciles an ACL Extension with only the chart\'s permissions: ManagedResource, combined filters, status, Lease', async () => {
+    try {
+      await eventually('Extension acl of shoot a Succeeded', async () => (await ext(A))?.status?.lastOperation?.state === 'Succeeded', 60_000);
+    } catch (error) {
+      throw new Error(`${(error as Error).message}\ncontroller output (end):\n${controller?.output().slice(-4000)}`);
+    }
+    const mr = await getObject(cp.kubeConfig, { apiVersion: 'resources.gardener.cloud/v1alpha1', kind: 'ManagedResource', name: MANAGED_RESOURCE_NAME, namespace: technicalID(A) });
+    expect(mr).toBeDefined();
+    const combined = await eventually('combined filters', async () => {
+      const list = await listAll(cp.kubeConfig, '/apis/networking.istio.io/v1alpha3/envoyfilters', { labelSelector: 'acl.gardener.cloud/role=connect' });
+      return list.items.length > 0 && list.items;
+    }, 30_000);
+    expect(combined.every((f) => (f as { metadata: { namespace: string } }).metadata.namespace === DEFAULT_GW.namespace)).toBe(true);
+    const lease = (await getObject(cp.kubeConfig, { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', name: 'gardener-acl-leader-election', namespace: NAMESPACE })) as unknown as { spec: { holderIdentity?: string } };
+    expect(lease.spec.holderIdentity).toBeTruthy();
+    expect(controller?.output()).not.toMatch(/forbidden/i);
+  }, 90_000);
+
+  it('requests the code never sends are denied', async () => {
+    const denied: Record<string, string>[] = [
+      { verb: 'delete', group: 'extensions.gardener.cloud', resource: 'extensions', namespace: technicalID(A) },
+      { verb: 'update', group: 'extensions.gardener.cloud', resource: 'extensions', namespace: technicalID(A) },
+      { verb: 'get', group: '', resource: 'secrets', namespace: technicalID(A) },
+      { verb: 'list', group: '', resource: 'secrets', namespace: 'kube-system' },
+      { verb: 'update', group: 'networking.istio.io', resource: 'envoyfilters', namespace: DEFAULT_GW.namespace },
+      { verb: 'list', group: '', resource: 'configmaps', namespace: NAMESPACE },
+      { verb: 'get', group: '', resource: 'configmaps', namespace: 'kube-system' },
+      { verb: 'update', group: 'coordination.k8s.io', resource: 'leases', namespace: NAMESPACE, name: 'someone-elses-lease' },
+      { verb: 'create', group: 'coordination.k8s.io', resource: 'leases', namespace: 'kube-system' },
+      { verb: 'list', group: 'resources.gardener.cloud', resource: 'managedresources', namespace: technicalID(A) },
+      { verb: 'update', group: 'apps', resource: 'deployments', namespace: DEFAULT_GW.namespace },
+      { verb: 'create', group: 'rbac.authorization.k8s.io', resource: 'clusterroles' },
+    ];
+    for (const attributes of denied) expect(await canI(cp, attributes), JSON.stringify(attributes)).toBe(false);
+    expect(await canI(cp, { verb: 'patch', group: 'networking.istio.io', resource: 'envoyfilters', namespace: DEFAULT_GW.namespace })).toBe(true);
+    expect(await canI(cp, { verb: 'update', group: 'coordination.k8s.io', resource: 'leases', namespace: NAMESPACE, name: 'gardener-acl-leader-election' })).toBe(true);
+  });
+
+  it('without the ManagedResource rule the same scenario fails for shoot b (the rules are needed, not just sufficient)', async () => {
+    const role = find(objects, 'ClusterRole');
+    const withoutMr = CLUSTER_RULES.filter((r) => !r.resources.includes('managedresources'));
+    await serverSideApply(cp.kubeConfig, { ...role, rules: withoutMr } as unknown as ObjectToWrite, 'test', true);
+    await createSeed(cp.kubeConfig, [DEFAULT_GW], [B]);
+    // An API error is retried with backoff (not a configuration problem), so the sign is the
+    // API server's refusal in the controller's log and an Extension that does not succeed.
+    const refused = (line: string) => line.includes('403') && line.includes('managedresources') && line.includes(technicalID(B));
+    await eventually('the API server refuses the ManagedResource of shoot b', () => controller?.output().split('\n').some(refused), 60_000);
+    expect((await ext(B))?.status?.lastOperation?.state).not.toBe('Succeeded');
+    await serverSideApply(cp.kubeConfig, role as unknown as ObjectToWrite, 'test', true);
+    await eventually('Extension acl of shoot b Succeeded once the rule is back', async () => (await ext(B))?.status?.lastOperation?.state === 'Succeeded', 90_000);
+  }, 200_000);
+});
