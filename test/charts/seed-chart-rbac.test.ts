@@ -3,28 +3,23 @@
 // token of the chart's ServiceAccount, so the API server enforces the chart's RBAC. An ACL
 // Extension must be reconciled with exactly those permissions; taking one rule away must break
 // it; and requests the code never sends must be denied.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MANAGED_RESOURCE_NAME } from '../../src/actuator/managed-resource.js';
 import { listAll } from '../../src/kube/list-watch.js';
 import { createObject, getObject, serverSideApply, type ObjectToWrite } from '../../src/kube/objects-client.js';
 import { restRequest } from '../../src/kube/rest.js';
 import { DEFAULT_GW, allowRule, createSeed, technicalID, type ShootFixture } from '../actuator/seed-fixture.js';
-import { getFreePort, type ControlPlane } from '../kube/control-plane.js';
+import type { ControlPlane } from '../kube/control-plane.js';
 import { eventually, startWithCRDs } from '../kube/kube-test-helpers.js';
-import { killOnExit } from '../support/child-processes.js';
 import { CLUSTER_RULES } from './expected-rbac.js';
+import { CONFIG_MOUNT, serviceAccountKubeconfig, startChartContainer, writeChartConfig, type RunningContainer } from './chart-processes.js';
 import { SEED_CHART, find, renderChart, type KubeObject } from './helm.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const NAMESPACE = 'garden';
 const SA_USER = `system:serviceaccount:${NAMESPACE}:gardener-acl`;
-const CONFIG_MOUNT = '/etc/gardener-acl/config';
 // The EnvoyFilter webhook has its own tests (test/webhook); here it would need the seed API
 // server to reach a Service, so the chart is rendered without it. RBAC is the same either way.
 // A 0s write interval keeps the scenario fast; everything else is the chart's default.
@@ -33,55 +28,8 @@ const VALUES = { webhook: { enabled: false }, controller: { combinedMinInterval:
 const A: ShootFixture = { project: 'p', name: 'a', providerConfig: allowRule('203.0.113.0/24') };
 const B: ShootFixture = { project: 'p', name: 'b', providerConfig: allowRule('192.0.2.0/24') };
 
-type Container = { name: string; args: string[]; env?: { name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[] };
 interface ExtensionView {
   status?: { lastOperation?: { state: string }; lastError?: { description: string } };
-}
-
-async function serviceAccountKubeconfig(cp: ControlPlane, dir: string): Promise<string> {
-  const review = (await restRequest(cp.kubeConfig, {
-    method: 'POST',
-    path: `/api/v1/namespaces/${NAMESPACE}/serviceaccounts/gardener-acl/token`,
-    body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
-  })) as { status: { token: string } };
-  const cluster = cp.kubeConfig.getCurrentCluster();
-  if (!cluster) throw new Error('admin kubeconfig without cluster');
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [cluster],
-    users: [{ name: 'gardener-acl', token: review.status.token }],
-    contexts: [{ name: 'sa', cluster: cluster.name, user: 'gardener-acl' }],
-    currentContext: 'sa',
-  });
-  const file = path.join(dir, 'sa.kubeconfig');
-  await writeFile(file, kc.exportConfig());
-  return file;
-}
-
-/** The controller container as a process: its args (mount paths mapped to files, ports to free ones) and env. */
-async function startController(objects: readonly KubeObject[], dir: string, kubeconfig: string): Promise<{ child: ChildProcess; output: () => string }> {
-  const deployment = find(objects, 'Deployment') as unknown as { spec: { template: { spec: { containers: Container[] } } } };
-  const container = deployment.spec.template.spec.containers.find((c) => c.name === 'controller');
-  if (!container) throw new Error('no controller container');
-  const configFile = path.join(dir, 'config.yaml');
-  await writeFile(configFile, (find(objects, 'ConfigMap').data as Record<string, string>)['config.yaml'] ?? '');
-  const probePort = await getFreePort();
-  const args = container.args.map((arg) => arg.replace(`${CONFIG_MOUNT}/config.yaml`, configFile).replace(/^--probe-port=\d+$/, `--probe-port=${probePort}`));
-  const env: Record<string, string> = {};
-  for (const e of container.env ?? []) {
-    if (e.valueFrom?.fieldRef?.fieldPath !== 'metadata.namespace') throw new Error(`unexpected env ${e.name}`);
-    env[e.name] = NAMESPACE;
-  }
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli/main.ts'), ...args], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', KUBECONFIG: kubeconfig, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  killOnExit(child);
-  let output = '';
-  child.stdout?.on('data', (d: Buffer) => (output += d.toString()));
-  child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
-  return { child, output: () => output };
 }
 
 async function canI(cp: ControlPlane, attributes: Record<string, string>): Promise<boolean> {
@@ -97,7 +45,7 @@ describe('seed chart RBAC on a real kube-apiserver', () => {
   let cp: ControlPlane;
   let dir: string;
   let objects: KubeObject[];
-  let controller: { child: ChildProcess; output: () => string } | undefined;
+  let controller: RunningContainer | undefined;
   const ext = async (s: ShootFixture) =>
     (await getObject(cp.kubeConfig, { apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension', name: 'acl', namespace: technicalID(s) })) as unknown as ExtensionView | undefined;
 
@@ -106,8 +54,9 @@ describe('seed chart RBAC on a real kube-apiserver', () => {
     cp = await startWithCRDs([NAMESPACE]);
     objects = await renderChart(SEED_CHART, VALUES, NAMESPACE);
     for (const obj of objects) await createObject(cp.kubeConfig, obj as unknown as ObjectToWrite);
+    const configFile = await writeChartConfig(objects, dir);
     await createSeed(cp.kubeConfig, [DEFAULT_GW], [A]);
-    controller = await startController(objects, dir, await serviceAccountKubeconfig(cp, dir));
+    controller = await startChartContainer(objects, 'controller', await serviceAccountKubeconfig(cp, NAMESPACE, dir), (arg) => arg.replace(`${CONFIG_MOUNT}/config.yaml`, configFile));
   }, 120_000);
 
   afterAll(async () => {

@@ -1,0 +1,76 @@
+// Runs containers of the rendered seed chart as local processes, with a token of the chart's
+// ServiceAccount, so the API server enforces the chart's RBAC on them.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { KubeConfig } from '@kubernetes/client-node';
+import { restRequest } from '../../src/kube/rest.js';
+import { getFreePort, type ControlPlane } from '../kube/control-plane.js';
+import { killOnExit } from '../support/child-processes.js';
+import { find, type KubeObject } from './helm.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const CONFIG_MOUNT = '/etc/gardener-acl/config';
+
+type Container = { name: string; args: string[]; env?: { name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[] };
+
+export interface RunningContainer {
+  readonly child: ChildProcess;
+  output(): string;
+}
+
+/** A kubeconfig holding a TokenRequest token of the chart's ServiceAccount `gardener-acl`. */
+export async function serviceAccountKubeconfig(cp: ControlPlane, namespace: string, dir: string): Promise<string> {
+  const review = (await restRequest(cp.kubeConfig, {
+    method: 'POST',
+    path: `/api/v1/namespaces/${namespace}/serviceaccounts/gardener-acl/token`,
+    body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
+  })) as { status: { token: string } };
+  const cluster = cp.kubeConfig.getCurrentCluster();
+  if (!cluster) throw new Error('admin kubeconfig without cluster');
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [cluster],
+    users: [{ name: 'gardener-acl', token: review.status.token }],
+    contexts: [{ name: 'sa', cluster: cluster.name, user: 'gardener-acl' }],
+    currentContext: 'sa',
+  });
+  const file = path.join(dir, 'sa.kubeconfig');
+  await writeFile(file, kc.exportConfig());
+  return file;
+}
+
+/** The chart's OperatorConfiguration (its ConfigMap) as a local file. */
+export async function writeChartConfig(objects: readonly KubeObject[], dir: string): Promise<string> {
+  const file = path.join(dir, 'config.yaml');
+  await writeFile(file, (find(objects, 'ConfigMap').data as Record<string, string>)['config.yaml'] ?? '');
+  return file;
+}
+
+/**
+ * The named container of the chart's Deployment as a process: its args (mount paths mapped by
+ * `mapArg`, probe ports to free ones) and env (the namespace from the downward API).
+ */
+export async function startChartContainer(objects: readonly KubeObject[], name: string, kubeconfig: string, mapArg: (arg: string) => string, namespace = 'garden'): Promise<RunningContainer> {
+  const deployment = find(objects, 'Deployment') as unknown as { spec: { template: { spec: { containers: Container[] } } } };
+  const container = deployment.spec.template.spec.containers.find((c) => c.name === name);
+  if (!container) throw new Error(`no ${name} container`);
+  const probePort = await getFreePort();
+  const args = container.args.map(mapArg).map((arg) => arg.replace(/^--probe-port=\d+$/, `--probe-port=${probePort}`));
+  const env: Record<string, string> = {};
+  for (const e of container.env ?? []) {
+    if (e.valueFrom?.fieldRef?.fieldPath !== 'metadata.namespace') throw new Error(`unexpected env ${e.name}`);
+    env[e.name] = namespace;
+  }
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli/main.ts'), ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', KUBECONFIG: kubeconfig, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  killOnExit(child);
+  let output = '';
+  child.stdout?.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
+  return { child, output: () => output };
+}

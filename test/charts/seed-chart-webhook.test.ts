@@ -1,0 +1,94 @@
+// The seed chart's webhook container, run like the controller with the chart's args, config and
+// a token of the chart's ServiceAccount (so the API server enforces the chart's RBAC on its
+// informers), registered through the chart's own MutatingWebhookConfiguration. The only change
+// to that object: the API server here cannot reach a Service, so clientConfig points at the
+// process on 127.0.0.1 (the chart's inline TLS mode carries a certificate for that address).
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createObject, getObject, type ObjectToWrite } from '../../src/kube/objects-client.js';
+import { DEFAULT_GW, allowRule, createSeed, technicalID, type ShootFixture } from '../actuator/seed-fixture.js';
+import { gardenerLegacyProxyEnvoyFilter } from '../envoy/gardener-shapes.js';
+import { createCertificateAuthority, getFreePort, issueServingCert, type ControlPlane } from '../kube/control-plane.js';
+import { eventually, startWithCRDs } from '../kube/kube-test-helpers.js';
+import { CONFIG_MOUNT, serviceAccountKubeconfig, startChartContainer, writeChartConfig, type RunningContainer } from './chart-processes.js';
+import { SEED_CHART, find, renderChart, type KubeObject } from './helm.js';
+
+const NAMESPACE = 'garden';
+const A: ShootFixture = { project: 'p', name: 'a', providerConfig: allowRule('203.0.113.0/24') };
+
+describe('seed chart webhook under the chart’s RBAC (real kube-apiserver calling it over TLS)', () => {
+  let cp: ControlPlane;
+  let dir: string;
+  let objects: KubeObject[];
+  const running: RunningContainer[] = [];
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'acl-chart-webhook-'));
+    cp = await startWithCRDs([NAMESPACE]);
+    const ca = await createCertificateAuthority('gardener-acl-webhook-test-ca');
+    const serving = await issueServingCert(ca, { commonName: 'gardener-acl.garden.svc', dnsNames: ['gardener-acl.garden.svc'], ips: ['127.0.0.1'] });
+    objects = await renderChart(
+      SEED_CHART,
+      { controller: { combinedMinInterval: '0s' }, webhook: { enabled: true, tls: { mode: 'inline', crt: serving.cert, key: serving.key, caBundle: ca.cert } } },
+      NAMESPACE,
+    );
+    for (const obj of objects.filter((o) => o.kind !== 'MutatingWebhookConfiguration')) await createObject(cp.kubeConfig, obj as unknown as ObjectToWrite);
+
+    const secret = find(objects, 'Secret') as unknown as { data: Record<string, string> };
+    const certDir = path.join(dir, 'webhook-tls');
+    await mkdir(certDir);
+    for (const file of ['tls.crt', 'tls.key']) await writeFile(path.join(certDir, file), Buffer.from(secret.data[file] ?? '', 'base64'));
+    const configFile = await writeChartConfig(objects, dir);
+    const kubeconfig = await serviceAccountKubeconfig(cp, NAMESPACE, dir);
+    const port = await getFreePort();
+    const mapPaths = (arg: string): string =>
+      arg
+        .replace(`${CONFIG_MOUNT}/config.yaml`, configFile)
+        .replace('/etc/gardener-acl/webhook-tls', certDir)
+        .replace(/^--port=\d+$/, `--port=${port}`);
+    running.push(await startChartContainer(objects, 'webhook', kubeconfig, mapPaths), await startChartContainer(objects, 'controller', kubeconfig, mapPaths));
+
+    const configuration = find(objects, 'MutatingWebhookConfiguration') as unknown as { webhooks: { clientConfig: { service: { path: string }; caBundle: string } }[] };
+    const webhooks = configuration.webhooks.map((w) => ({ ...w, clientConfig: { url: `https://127.0.0.1:${port}${w.clientConfig.service.path}`, caBundle: w.clientConfig.caBundle } }));
+    await createObject(cp.kubeConfig, { ...configuration, webhooks } as unknown as ObjectToWrite);
+    await createSeed(cp.kubeConfig, [DEFAULT_GW], [A]);
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const r of running) r.child.kill('SIGTERM');
+    await cp?.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('mutates Gardener’s legacy EnvoyFilter with the shoot’s RBAC filter, with only the chart’s permissions', async () => {
+    const output = () => running.map((r) => r.output()).join('\n');
+    await eventually('Extension acl of shoot a Succeeded', async () => {
+      const ext = (await getObject(cp.kubeConfig, { apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension', name: 'acl', namespace: technicalID(A) })) as
+        | { status?: { lastOperation?: { state?: string } } }
+        | undefined;
+      return ext?.status?.lastOperation?.state === 'Succeeded';
+    }, 60_000).catch((error: unknown) => {
+      throw new Error(`${(error as Error).message}\n${output().slice(-3000)}`);
+    });
+    const legacy = gardenerLegacyProxyEnvoyFilter({ technicalID: technicalID(A), apiserverIP: '240.0.0.10' });
+    // Until its caches have synced the webhook refuses (failurePolicy Fail), so gardenlet retries; so does this test.
+    await eventually('legacy EnvoyFilter admitted', async () => {
+      try {
+        await createObject(cp.kubeConfig, legacy as unknown as ObjectToWrite);
+        return true;
+      } catch {
+        return false;
+      }
+    }, 60_000).catch((error: unknown) => {
+      throw new Error(`${(error as Error).message}\n${output().slice(-3000)}`);
+    });
+    const stored = (await getObject(cp.kubeConfig, { apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name: technicalID(A), namespace: DEFAULT_GW.namespace })) as unknown as {
+      spec: { configPatches: { patch: { value: { filters: { name: string }[] } } }[] };
+    };
+    expect(stored.spec.configPatches[0]?.patch.value.filters.map((f) => f.name)).toEqual(['gardener-acl-legacy-proxy', 'envoy.filters.network.tcp_proxy']);
+    expect(JSON.stringify(stored)).toContain('203.0.113.0');
+    expect(output()).not.toMatch(/forbidden/i);
+  }, 150_000);
+});
