@@ -156,7 +156,7 @@ describe('extension controller on a real kube-apiserver', () => {
     });
     const fixed = await succeeded(A);
     expect(fixed.status?.lastError).toBeUndefined();
-  });
+  }, 120_000);
 
   it('delete removes exactly that shoot: its ManagedResource, its combined policies, then the finalizer', async () => {
     await createSeed(cp.kubeConfig, [], [C]);
@@ -215,7 +215,7 @@ describe('extension controller on a real kube-apiserver', () => {
     controller.resync();
     await settled('resync after restart');
     expect(writes).toEqual([]);
-  });
+  }, 120_000);
 
   it('re-reconciles when Infrastructure egressCIDRs change, without any operation annotation', async () => {
     await settled('before egress change');
