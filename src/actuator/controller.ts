@@ -14,8 +14,16 @@ import {
   gatewaySchema,
   infrastructureSchema,
   serviceSchema,
+  type Cluster,
+  type ConfigMap,
+  type Deployment,
+  type EnvoyFilterObject,
   type Extension,
+  type Gateway,
+  type Infrastructure,
+  type Service,
 } from '../gardener/objects.js';
+import { WATCHED } from '../gardener/watched-resources.js';
 import { EXTENSION_TYPE, seedGatewayWorkloads, type SeedInventory } from '../gardener/seed-acl.js';
 import { ResilientInformer } from '../kube/informer.js';
 import { createWorkQueueMetrics } from '../kube/metrics.js';
@@ -54,24 +62,17 @@ interface CacheLifecycle {
   hasSynced(): boolean;
 }
 
-function parser<T>(schema: { safeParse: (raw: unknown) => { success: boolean; data?: T } }): (raw: unknown) => T | undefined {
-  return (raw) => {
-    const result = schema.safeParse(raw);
-    return result.success ? result.data : undefined;
-  };
-}
-
 export class AclController {
   private readonly queue: WorkQueue;
   private readonly informers: {
     extensions: ResilientInformer<Extension>;
-    clusters: ResilientInformer<import('../gardener/objects.js').Cluster>;
-    infrastructures: ResilientInformer<import('../gardener/objects.js').Infrastructure>;
-    gateways: ResilientInformer<import('../gardener/objects.js').Gateway>;
-    deployments: ResilientInformer<import('../gardener/objects.js').Deployment>;
-    services: ResilientInformer<import('../gardener/objects.js').Service>;
-    configMaps: ResilientInformer<import('../gardener/objects.js').ConfigMap>;
-    envoyFilters: ResilientInformer<import('../gardener/objects.js').EnvoyFilterObject>;
+    clusters: ResilientInformer<Cluster>;
+    infrastructures: ResilientInformer<Infrastructure>;
+    gateways: ResilientInformer<Gateway>;
+    deployments: ResilientInformer<Deployment>;
+    services: ResilientInformer<Service>;
+    configMaps: ResilientInformer<ConfigMap>;
+    envoyFilters: ResilientInformer<EnvoyFilterObject>;
   };
   private readonly reconciler: ShootReconciler;
   private readonly combined: CombinedSyncer;
@@ -80,6 +81,7 @@ export class AclController {
   private readonly reconcileTime: Histogram;
   private workersRunning = false;
   private inFlight = 0;
+  private resyncTimer: NodeJS.Timeout | undefined;
   private stopping = false;
   private lastCombinedWrite = 0;
   private readonly workerLoops: Promise<void>[] = [];
@@ -96,28 +98,28 @@ export class AclController {
       new ResilientInformer<T>({ kubeConfig, path, parse, onChange, labelSelector, logger });
 
     this.informers = {
-      extensions: informer('/apis/extensions.gardener.cloud/v1alpha1/extensions', parser(extensionSchema), (_e, ext) => {
+      extensions: informer(WATCHED.extensions.path, (raw) => extensionSchema.safeParse(raw).data, (_e, ext) => {
         if (ext.spec.type !== EXTENSION_TYPE) return;
         this.queue.add(`${EXT_PREFIX}${ext.metadata.namespace}/${ext.metadata.name}`);
         this.queue.add(COMBINED_KEY);
       }),
-      clusters: informer('/apis/extensions.gardener.cloud/v1alpha1/clusters', parser(clusterSchema), (_e, c) => this.enqueueNamespace(c.metadata.name)),
-      infrastructures: informer('/apis/extensions.gardener.cloud/v1alpha1/infrastructures', parser(infrastructureSchema), (event, infra, old) => {
+      clusters: informer(WATCHED.clusters.path, (raw) => clusterSchema.safeParse(raw).data, (_e, c) => this.enqueueNamespace(c.metadata.name)),
+      infrastructures: informer(WATCHED.infrastructures.path, (raw) => infrastructureSchema.safeParse(raw).data, (event, infra, old) => {
         const egress = (i?: typeof infra) => JSON.stringify([...(i?.status?.egressCIDRs ?? [])].sort());
         if (event !== 'update' || egress(infra) !== egress(old)) this.enqueueNamespace(infra.metadata.namespace);
       }),
-      gateways: informer('/apis/networking.istio.io/v1beta1/gateways', parser(gatewaySchema), (_e, g) => {
+      gateways: informer(WATCHED.gateways.path, (raw) => gatewaySchema.safeParse(raw).data, (_e, g) => {
         if (g.metadata.namespace.startsWith('shoot-')) this.enqueueNamespace(g.metadata.namespace);
         else this.enqueueAll();
       }),
-      deployments: informer('/apis/apps/v1/deployments', parser(deploymentSchema), () => this.enqueueAll(), 'app=istio-ingressgateway'),
-      services: informer('/api/v1/services', parser(serviceSchema), () => this.enqueueAll(), 'app=istio-ingressgateway'),
-      configMaps: informer('/api/v1/namespaces/kube-system/configmaps', parser(configMapSchema), (_e, cm) => {
+      deployments: informer(WATCHED.gatewayDeployments.path, (raw) => deploymentSchema.safeParse(raw).data, () => this.enqueueAll(), WATCHED.gatewayDeployments.labelSelector),
+      services: informer(WATCHED.gatewayServices.path, (raw) => serviceSchema.safeParse(raw).data, () => this.enqueueAll(), WATCHED.gatewayServices.labelSelector),
+      configMaps: informer(WATCHED.kubeSystemConfigMaps.path, (raw) => configMapSchema.safeParse(raw).data, (_e, cm) => {
         if (cm.metadata.name === 'shoot-info') this.enqueueAll();
       }),
       envoyFilters: informer(
-        '/apis/networking.istio.io/v1alpha3/envoyfilters',
-        parser(envoyFilterObjectSchema),
+        WATCHED.envoyFilters.path,
+        (raw) => envoyFilterObjectSchema.safeParse(raw).data,
         () => this.queue.add(COMBINED_KEY),
         `${MANAGED_BY_LABEL}=${MANAGED_BY},${ROLE_LABEL}=connect`,
       ),
@@ -179,7 +181,6 @@ export class AclController {
     this.resyncTimer = timer;
   }
 
-  private resyncTimer: NodeJS.Timeout | undefined;
 
   async stop(): Promise<void> {
     this.stopping = true;

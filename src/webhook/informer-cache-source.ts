@@ -4,6 +4,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { deploymentSchema, extensionSchema, type Deployment, type Extension } from '../gardener/objects.js';
 import { EXTENSION_TYPE } from '../gardener/seed-acl.js';
+import { WATCHED } from '../gardener/watched-resources.js';
 import { ResilientInformer } from '../kube/informer.js';
 import type { AdmissionCacheSource } from './acl-index.js';
 
@@ -19,7 +20,7 @@ export class InformerCacheSource implements AdmissionCacheSource {
     this.extensionInformer = new ResilientInformer<Extension>({
       kubeConfig,
       logger,
-      path: '/apis/extensions.gardener.cloud/v1alpha1/extensions',
+      path: WATCHED.extensions.path,
       // Other extension types are dropped at the door: they never matter here.
       parse: (raw) => {
         const parsed = extensionSchema.safeParse(raw);
@@ -30,8 +31,7 @@ export class InformerCacheSource implements AdmissionCacheSource {
     this.deploymentInformer = new ResilientInformer<Deployment>({
       kubeConfig,
       logger,
-      path: '/apis/apps/v1/deployments',
-      labelSelector: 'app=istio-ingressgateway',
+      ...WATCHED.gatewayDeployments,
       parse: (raw) => deploymentSchema.safeParse(raw).data,
       onChange,
     });
