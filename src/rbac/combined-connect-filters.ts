@@ -33,6 +33,14 @@ function connectPatch(port: number, filterName: string, policies: Record<string,
   };
 }
 
+/** The policy one shoot has in the combined filters: "mentions S and S does not admit the client". */
+export function combinedConnectPolicy(shoot: ShootPolicy, operator: SeedAcl['operator']): Policy {
+  return {
+    permissions: mentionsShoot(shoot.technicalID, operator.protectedHeaders),
+    principals: [notAdmittedPrincipal(shoot.rule, shoot.alwaysAllowed)],
+  };
+}
+
 /**
  * The combined HTTP-CONNECT filters: for every ACL shoot of the seed a policy "the request
  * mentions S in a protected header and S does not admit the client", sharded by size into one
@@ -42,10 +50,7 @@ function connectPatch(port: number, filterName: string, policies: Record<string,
 export function buildCombinedConnectFilters(seed: Pick<SeedAcl, 'operator' | 'gateways'> & { readonly shoots: readonly ShootPolicy[] }): GeneratedEnvoyFilter[] {
   const { operator } = seed;
   const items: Sized<Policy>[] = seed.shoots.map((shoot) => {
-    const policy: Policy = {
-      permissions: mentionsShoot(shoot.technicalID, operator.protectedHeaders),
-      principals: [notAdmittedPrincipal(shoot.rule, shoot.alwaysAllowed)],
-    };
+    const policy = combinedConnectPolicy(shoot, operator);
     return { key: shoot.technicalID, bytes: JSON.stringify(policy).length + shoot.technicalID.length + 4, item: policy };
   });
   const shards = shardByHash(items, operator.maxObjectBytes - OBJECT_OVERHEAD_BYTES)

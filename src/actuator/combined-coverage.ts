@@ -1,0 +1,91 @@
+// What the stored combined CONNECT filters actually enforce, read back from the objects the API
+// server holds (never from a memory of our own writes). A shoot counts as protected on a gateway
+// and port only if some stored filter there is shaped as the generator writes it (first HTTP
+// filter on that port, RBAC action DENY, the gateway's workload selector) and holds a policy for
+// the shoot. Everything another writer may have changed is parsed defensively.
+import { z } from 'zod';
+import type { EnvoyFilterObject } from '../gardener/objects.js';
+import { jsonEqual } from '../rbac/deep-equal.js';
+import { HTTP_RBAC_TYPE } from '../rbac/envoy-rbac-types.js';
+
+const HCM = 'envoy.filters.network.http_connection_manager';
+
+const storedPatchSchema = z.looseObject({
+  applyTo: z.literal('HTTP_FILTER'),
+  match: z.looseObject({
+    context: z.literal('GATEWAY').optional(),
+    listener: z.looseObject({
+      portNumber: z.number().int(),
+      filterChain: z.looseObject({ filter: z.looseObject({ name: z.literal(HCM) }) }),
+    }),
+  }),
+  patch: z.looseObject({
+    operation: z.literal('INSERT_FIRST'),
+    value: z.looseObject({
+      typed_config: z.looseObject({
+        '@type': z.literal(HTTP_RBAC_TYPE),
+        rules: z.looseObject({ action: z.literal('DENY'), policies: z.record(z.string(), z.unknown()) }),
+      }),
+    }),
+  }),
+});
+
+const storedSpecSchema = z.looseObject({
+  workloadSelector: z.looseObject({ labels: z.record(z.string(), z.string()) }).optional(),
+  configPatches: z.array(z.unknown()).default([]),
+});
+
+/** Gateway namespace → port → technical ID → the stored policies for that shoot (one per shard that has it). */
+export type StoredCoverage = ReadonlyMap<string, ReadonlyMap<number, ReadonlyMap<string, readonly unknown[]>>>;
+
+/**
+ * Reads the policies the stored combined filters enforce. `selectors` (gateway namespace → the
+ * gateway's workload labels), when given, drops filters whose selector no longer picks the
+ * gateway (a foreign edit); filters in namespaces without a known selector are counted as stored.
+ */
+export function storedCoverage(filters: readonly EnvoyFilterObject[], selectors?: ReadonlyMap<string, Readonly<Record<string, string>>>): StoredCoverage {
+  const byNamespace = new Map<string, Map<number, Map<string, unknown[]>>>();
+  for (const filter of filters) {
+    const spec = storedSpecSchema.safeParse(filter.spec);
+    if (!spec.success) continue;
+    const namespace = filter.metadata.namespace;
+    const selector = selectors?.get(namespace);
+    if (selector && !jsonEqual(spec.data.workloadSelector?.labels ?? {}, selector)) continue;
+    for (const raw of spec.data.configPatches) {
+      const patch = storedPatchSchema.safeParse(raw);
+      if (!patch.success) continue;
+      const port = patch.data.match.listener.portNumber;
+      const ports = byNamespace.get(namespace) ?? new Map<number, Map<string, unknown[]>>();
+      byNamespace.set(namespace, ports);
+      const shoots = ports.get(port) ?? new Map<string, unknown[]>();
+      ports.set(port, shoots);
+      for (const [id, policy] of Object.entries(patch.data.patch.value.typed_config.rules.policies)) {
+        shoots.set(id, [...(shoots.get(id) ?? []), policy]);
+      }
+    }
+  }
+  return byNamespace;
+}
+
+/** Where a shoot is not protected as stored: `<gateway namespace>:<port>` entries, empty when protected everywhere. */
+export function uncoveredPaths(
+  coverage: StoredCoverage,
+  technicalID: string,
+  expectedPolicy: unknown,
+  gatewayNamespaces: readonly string[],
+  ports: readonly number[],
+): string[] {
+  const missing: string[] = [];
+  for (const namespace of gatewayNamespaces) {
+    for (const port of ports) {
+      const stored = coverage.get(namespace)?.get(port)?.get(technicalID) ?? [];
+      if (!stored.some((policy) => jsonEqual(policy, expectedPolicy))) missing.push(`${namespace}:${port}`);
+    }
+  }
+  return missing;
+}
+
+/** Technical IDs that have a policy in at least one stored shard, per gateway namespace and port. */
+export function storedShoots(coverage: StoredCoverage, namespace: string, port: number): ReadonlySet<string> {
+  return new Set(coverage.get(namespace)?.get(port)?.keys() ?? []);
+}
