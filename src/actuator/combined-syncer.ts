@@ -23,6 +23,14 @@ export interface CombinedSyncerDeps {
 }
 
 /** An Extension whose shoot is served by this seed: not deleted, migrated or awaiting restore. */
+/** What one sync did. */
+export interface CombinedSyncOutcome {
+  readonly applied: number;
+  readonly deleted: number;
+  /** Shoots (technical ID) left out of the combined filters, with the reason, e.g. a policy larger than one shard. */
+  readonly unplaced: ReadonlyMap<string, string>;
+}
+
 export function isActive(ext: Extension): boolean {
   if (ext.spec.type !== EXTENSION_TYPE || (ext.spec.class ?? 'shoot') !== 'shoot' || ext.metadata.deletionTimestamp) return false;
   const annotation = ext.metadata.annotations?.[OPERATION_ANNOTATION];
@@ -55,7 +63,7 @@ export class CombinedSyncer {
 
   constructor(private readonly deps: CombinedSyncerDeps) {}
 
-  async sync(): Promise<{ applied: number; deleted: number }> {
+  async sync(): Promise<CombinedSyncOutcome> {
     const { deps } = this;
     const desired = buildCombinedConnectFilters({ operator: deps.operator, gateways: deps.gateways(), shoots: appliedAcls(deps.extensions()) });
     const existing = new Map(deps.existing().map((f) => [key(f), f]));
@@ -84,6 +92,6 @@ export class CombinedSyncer {
       deleted++;
     }
     if (applied + deleted > 0) deps.logger.info({ applied, deleted, objects: desired.length }, 'combined CONNECT filters updated');
-    return { applied, deleted };
+    return { applied, deleted, unplaced: new Map() };
   }
 }
