@@ -46,25 +46,40 @@ export type StoredCoverage = ReadonlyMap<string, ReadonlyMap<number, ReadonlyMap
 export function storedCoverage(filters: readonly EnvoyFilterObject[], selectors?: ReadonlyMap<string, Readonly<Record<string, string>>>): StoredCoverage {
   const byNamespace = new Map<string, Map<number, Map<string, unknown[]>>>();
   for (const filter of filters) {
-    const spec = storedSpecSchema.safeParse(filter.spec);
-    if (!spec.success) continue;
     const namespace = filter.metadata.namespace;
     const selector = selectors?.get(namespace);
-    if (selector && !jsonEqual(spec.data.workloadSelector?.labels ?? {}, selector)) continue;
-    for (const raw of spec.data.configPatches) {
-      const patch = storedPatchSchema.safeParse(raw);
-      if (!patch.success) continue;
-      const port = patch.data.match.listener.portNumber;
+    if (selector && !jsonEqual(storedSelector(filter) ?? {}, selector)) continue;
+    for (const { port, policies } of storedPatches(filter)) {
       const ports = byNamespace.get(namespace) ?? new Map<number, Map<string, unknown[]>>();
       byNamespace.set(namespace, ports);
       const shoots = ports.get(port) ?? new Map<string, unknown[]>();
       ports.set(port, shoots);
-      for (const [id, policy] of Object.entries(patch.data.patch.value.typed_config.rules.policies)) {
+      for (const [id, policy] of Object.entries(policies)) {
         shoots.set(id, [...(shoots.get(id) ?? []), policy]);
       }
     }
   }
   return byNamespace;
+}
+
+/** The workload labels a stored filter selects; undefined when it has none or an unreadable spec. */
+export function storedSelector(filter: EnvoyFilterObject): Readonly<Record<string, string>> | undefined {
+  return storedSpecSchema.safeParse(filter.spec).data?.workloadSelector?.labels;
+}
+
+/** The enforcing patches of one stored filter (shaped as the generator writes them): port and policies by technical ID. */
+export function storedPatches(filter: EnvoyFilterObject): { readonly port: number; readonly policies: Readonly<Record<string, unknown>> }[] {
+  const spec = storedSpecSchema.safeParse(filter.spec);
+  if (!spec.success) return [];
+  return spec.data.configPatches.flatMap((raw) => {
+    const patch = storedPatchSchema.safeParse(raw);
+    return patch.success ? [{ port: patch.data.match.listener.portNumber, policies: patch.data.patch.value.typed_config.rules.policies }] : [];
+  });
+}
+
+/** Every policy one stored filter enforces, by technical ID (the last patch wins for a shoot listed twice). */
+export function storedPolicies(filter: EnvoyFilterObject): ReadonlyMap<string, unknown> {
+  return new Map(storedPatches(filter).flatMap((p) => Object.entries(p.policies)));
 }
 
 /** Where a shoot is not protected as stored: `<gateway namespace>:<port>` entries, empty when protected everywhere. */

@@ -1,28 +1,41 @@
 // Keeps the combined HTTP-CONNECT filters of every gateway in line with the recorded ACLs of all
-// active `acl` Extensions of the seed: server-side applies what differs, deletes what is no
-// longer wanted, writes nothing when nothing changed.
+// active `acl` Extensions of the seed. It converges on what the informer cache STORES, never on
+// a memory of its own writes: a foreign delete or edit shows up in the cache and is repaired by
+// the next sync, and a redundant server-side apply while the cache lags is a no-op on the server.
+//
+// Protection never lapses (DESIGN section 6):
+// - add before remove: phase 1 writes every changed shard as its wanted content plus the stored
+//   policies of active shoots that move out of it; phase 2 writes the exact wanted content; phase 3
+//   deletes shards no longer wanted. At every instant every active shoot is in some stored shard.
+// - a missing input never deletes: gateways are those with a Deployment PLUS those that already
+//   hold stored combined filters; nothing runs before the caches have listed.
+// - a shoot too large for a shard keeps whatever policy of it is stored.
 import type { Logger } from 'pino';
-import type { GatewayWorkload } from '../acl/model.js';
+import type { GatewayWorkload, Labels } from '../acl/model.js';
 import type { OperatorConfig } from '../acl/operator-config.js';
 import type { EnvoyFilterObject, Extension } from '../gardener/objects.js';
 import { EXTENSION_TYPE } from '../gardener/seed-acl.js';
-import { buildCombinedConnectFilters } from '../rbac/combined-connect-filters.js';
+import { combinedConnectFilter, parseConnectFilterName, planCombinedConnectFilters } from '../rbac/combined-connect-filters.js';
 import { jsonEqual } from '../rbac/deep-equal.js';
+import type { GeneratedEnvoyFilter } from '../rbac/envoy-filter-types.js';
 import { appliedFromState, type AppliedAcl } from './applied-state.js';
 import { refOf, type ClusterClient } from './cluster-client.js';
+import { storedPolicies, storedSelector } from './combined-coverage.js';
 import { OPERATION_ANNOTATION, Operation, isMigrated } from './extension-contract.js';
 
 export interface CombinedSyncerDeps {
   readonly client: ClusterClient;
   readonly operator: OperatorConfig;
   readonly extensions: () => readonly Extension[];
+  /** Gateways that have an `istio-ingressgateway` Deployment in the cache. */
   readonly gateways: () => readonly GatewayWorkload[];
   /** Our combined EnvoyFilters as the cache has them (label acl.gardener.cloud/role=connect). */
   readonly existing: () => readonly EnvoyFilterObject[];
+  /** True once the Extension, gateway Deployment and EnvoyFilter caches have listed. */
+  readonly cachesSynced: () => boolean;
   readonly logger: Logger;
 }
 
-/** An Extension whose shoot is served by this seed: not deleted, migrated or awaiting restore. */
 /** What one sync did. */
 export interface CombinedSyncOutcome {
   readonly applied: number;
@@ -31,6 +44,7 @@ export interface CombinedSyncOutcome {
   readonly unplaced: ReadonlyMap<string, string>;
 }
 
+/** An Extension whose shoot is served by this seed: not deleted, migrated or awaiting restore. */
 export function isActive(ext: Extension): boolean {
   if (ext.spec.type !== EXTENSION_TYPE || (ext.spec.class ?? 'shoot') !== 'shoot' || ext.metadata.deletionTimestamp) return false;
   const annotation = ext.metadata.annotations?.[OPERATION_ANNOTATION];
@@ -45,53 +59,181 @@ export function appliedAcls(extensions: readonly Extension[]): AppliedAcl[] {
 const key = (o: { metadata: { namespace?: string | undefined; name: string } }): string => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
 
 /**
- * resourceVersions are etcd revisions: increasing integers in practice (the API calls them
- * opaque, so anything else is treated as unknown, which only costs a redundant write).
+ * The gateways to write: every gateway with a Deployment, plus every namespace that already holds
+ * stored combined filters, with their stored workload selector. A Deployment that is missing,
+ * relabelled, orphaned or being recreated therefore never removes its gateway's protection, and a
+ * recreated gateway is protected at once.
  */
-function olderThan(a: string | undefined, b: string | undefined): boolean {
-  return a !== undefined && b !== undefined && /^\d+$/.test(a) && /^\d+$/.test(b) && BigInt(a) < BigInt(b);
+export function combinedGateways(fromDeployments: readonly GatewayWorkload[], stored: readonly EnvoyFilterObject[]): GatewayWorkload[] {
+  const gateways = new Map(fromDeployments.map((g) => [g.namespace, g]));
+  const byName = [...stored].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+  for (const filter of byName) {
+    const namespace = filter.metadata.namespace;
+    const selector = storedSelector(filter);
+    if (gateways.has(namespace) || !selector || Object.keys(selector).length === 0) continue;
+    gateways.set(namespace, { namespace, selector });
+  }
+  return [...gateways.values()].sort((a, b) => a.namespace.localeCompare(b.namespace));
+}
+
+/** A combined filter to write; policies may be copied verbatim from a stored object. */
+export interface CombinedWrite {
+  readonly apiVersion: GeneratedEnvoyFilter['apiVersion'];
+  readonly kind: GeneratedEnvoyFilter['kind'];
+  readonly metadata: { readonly name: string; readonly namespace: string; readonly labels: Labels };
+  readonly spec: { readonly workloadSelector: { readonly labels: Labels }; readonly configPatches: readonly unknown[] };
+}
+
+/** What a sync writes, in order. */
+export interface CombinedWritePlan {
+  /** Changed shards with the stored policies of active shoots moving out of them kept (add). */
+  readonly grow: readonly CombinedWrite[];
+  /** Shards whose exact content differs from what `grow` left (remove the moved shoots). */
+  readonly settle: readonly CombinedWrite[];
+  /** Stored shards no longer wanted (every active shoot of them is placed elsewhere by now). */
+  readonly deletions: readonly EnvoyFilterObject[];
+  readonly unplaced: ReadonlyMap<string, string>;
+}
+
+/** `filter` with its one patch's policies replaced (sorted by technical ID for stable output). */
+function withPolicies(filter: GeneratedEnvoyFilter, policies: ReadonlyMap<string, unknown>): CombinedWrite {
+  const sorted = Object.fromEntries([...policies].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  return {
+    ...filter,
+    spec: {
+      ...filter.spec,
+      configPatches: filter.spec.configPatches.map((p) => ({
+        ...p,
+        patch: { ...p.patch, value: { ...p.patch.value, typed_config: { ...p.patch.value.typed_config, rules: { ...p.patch.value.typed_config.rules, policies: sorted } } } },
+      })),
+    },
+  };
+}
+
+function policiesOf(filter: GeneratedEnvoyFilter): Map<string, unknown> {
+  return new Map(filter.spec.configPatches.flatMap((p) => Object.entries(p.patch.value.typed_config.rules.policies)));
+}
+
+/** The stored object already is `wanted`: our labels present, spec identical (key order aside). */
+export function storedAs(stored: EnvoyFilterObject | undefined, wanted: CombinedWrite): boolean {
+  if (!stored) return false;
+  const labels = Object.entries(wanted.metadata.labels).every(([l, v]) => stored.metadata.labels?.[l] === v);
+  return labels && jsonEqual(stored.spec, wanted.spec);
 }
 
 /**
- * Syncs the combined filters. It remembers what it applied, so that a cache which has not yet
- * seen its own last write does not cause the same write again.
+ * Plans the writes from what is stored (pure). Final content of a shard: the generated policies
+ * plus the stored policies of active shoots that cannot be placed (their protection stays where
+ * it is). Transitional content: final plus the stored policies of active shoots moving out.
  */
+export function planCombinedWrites(input: {
+  readonly operator: OperatorConfig;
+  readonly gateways: readonly GatewayWorkload[];
+  readonly shoots: readonly AppliedAcl[];
+  readonly stored: readonly EnvoyFilterObject[];
+}): CombinedWritePlan {
+  const { operator, gateways, shoots, stored } = input;
+  const plan = planCombinedConnectFilters({ operator, gateways, shoots });
+  const active = new Set(shoots.map((s) => s.technicalID));
+  const storedByKey = new Map(stored.map((f) => [key(f), f]));
+  const gatewayByNamespace = new Map(gateways.map((g) => [g.namespace, g]));
+
+  const finals = new Map<string, GeneratedEnvoyFilter>(plan.filters.map((f) => [key(f), f]));
+  const finalPolicies = new Map<string, Map<string, unknown>>([...finals].map(([k, f]) => [k, policiesOf(f)]));
+  // Unplaced shoots keep every stored policy where it is: their shards are kept, never emptied.
+  for (const filter of stored) {
+    const gateway = gatewayByNamespace.get(filter.metadata.namespace);
+    const name = parseConnectFilterName(filter.metadata.name);
+    if (!gateway || !name) continue;
+    const kept = [...storedPolicies(filter)].filter(([id]) => plan.unplaced.has(id));
+    if (kept.length === 0) continue;
+    const k = key(filter);
+    if (!finals.has(k)) {
+      finals.set(k, combinedConnectFilter(gateway, name.port, name.shard, {}));
+      finalPolicies.set(k, new Map());
+    }
+    for (const [id, policy] of kept) finalPolicies.get(k)?.set(id, policy);
+  }
+
+  const grow: CombinedWrite[] = [];
+  const settle: CombinedWrite[] = [];
+  for (const [k, filter] of finals) {
+    const wanted = finalPolicies.get(k) ?? new Map<string, unknown>();
+    const current = storedByKey.get(k);
+    const transitional = new Map(wanted);
+    if (current) {
+      for (const [id, policy] of storedPolicies(current)) {
+        if (active.has(id) && !transitional.has(id)) transitional.set(id, policy);
+      }
+    }
+    const finalWrite = withPolicies(filter, wanted);
+    const growWrite = transitional.size === wanted.size ? finalWrite : withPolicies(filter, transitional);
+    if (!storedAs(current, growWrite)) grow.push(growWrite);
+    if (growWrite !== finalWrite) settle.push(finalWrite);
+  }
+  // Only in namespaces of known gateways: filters elsewhere have no selector we could trust.
+  const deletions = stored.filter((f) => gatewayByNamespace.has(f.metadata.namespace) && !finals.has(key(f)));
+  return { grow, settle, deletions, unplaced: plan.unplaced };
+}
+
+/** A field the stored spec has and the wanted one lacks: server-side apply keeps such fields of other managers. */
+function hasForeignFields(stored: unknown, wanted: unknown): boolean {
+  if (typeof stored !== 'object' || stored === null || Array.isArray(stored)) return false;
+  if (typeof wanted !== 'object' || wanted === null || Array.isArray(wanted)) return true;
+  const w = wanted as Record<string, unknown>;
+  return Object.entries(stored).some(([k, v]) => !Object.hasOwn(w, k) || hasForeignFields(v, w[k]));
+}
+
+/** Syncs the combined filters from the caches; see the file comment for the rules. */
 export class CombinedSyncer {
-  private readonly applied = new Map<string, { spec: string; resourceVersion: string | undefined }>();
-  /** Objects this syncer deleted, with the resourceVersion they had then. */
-  private readonly deletedAt = new Map<string, string | undefined>();
+  /** Only to log a change of the unplaced set once, not on every sync. */
+  private reportedUnplaced = new Map<string, string>();
 
   constructor(private readonly deps: CombinedSyncerDeps) {}
 
   async sync(): Promise<CombinedSyncOutcome> {
     const { deps } = this;
-    const desired = buildCombinedConnectFilters({ operator: deps.operator, gateways: deps.gateways(), shoots: appliedAcls(deps.extensions()) });
-    const existing = new Map(deps.existing().map((f) => [key(f), f]));
+    if (!deps.cachesSynced()) {
+      throw new Error('combined CONNECT filters: the Extension, gateway Deployment and EnvoyFilter caches have not listed yet; nothing is written or deleted until they have');
+    }
+    const stored = deps.existing();
+    const storedByKey = new Map(stored.map((f) => [key(f), f]));
+    const plan = planCombinedWrites({ operator: deps.operator, gateways: combinedGateways(deps.gateways(), stored), shoots: appliedAcls(deps.extensions()), stored });
+    this.logUnplaced(plan.unplaced);
     let applied = 0;
     let deleted = 0;
-    for (const filter of desired) {
-      const k = key(filter);
-      const current = existing.get(k);
-      existing.delete(k);
-      const spec = JSON.stringify(filter.spec);
-      const mine = this.applied.get(k);
-      if (mine?.spec === spec && (!current || olderThan(current.metadata.resourceVersion, mine.resourceVersion))) continue;
-      const labelsMatch = current && Object.entries(filter.metadata.labels).every(([l, v]) => current.metadata.labels?.[l] === v);
-      if (current && labelsMatch && jsonEqual(current.spec, filter.spec)) continue;
-      const result = await deps.client.apply(filter);
-      this.applied.set(k, { spec, resourceVersion: result.resourceVersion });
-      this.deletedAt.delete(k);
+    for (const filter of plan.grow) {
+      await this.write(filter, storedByKey.get(key(filter)));
       applied++;
     }
-    for (const stale of existing.values()) {
-      const k = key(stale);
-      if (this.deletedAt.has(k) && this.deletedAt.get(k) === stale.metadata.resourceVersion) continue;
+    for (const filter of plan.settle) {
+      await deps.client.apply(filter);
+      applied++;
+    }
+    for (const stale of plan.deletions) {
       await deps.client.delete(refOf(stale));
-      this.applied.delete(k);
-      this.deletedAt.set(k, stale.metadata.resourceVersion);
       deleted++;
     }
-    if (applied + deleted > 0) deps.logger.info({ applied, deleted, objects: desired.length }, 'combined CONNECT filters updated');
-    return { applied, deleted, unplaced: new Map() };
+    if (applied + deleted > 0) deps.logger.info({ applied, deleted, unplaced: plan.unplaced.size }, 'combined CONNECT filters updated');
+    return { applied, deleted, unplaced: plan.unplaced };
+  }
+
+  /**
+   * Server-side apply; when another writer added spec fields (apply would keep them, they belong
+   * to that writer), the spec is replaced as a whole instead.
+   */
+  private async write(filter: CombinedWrite, current: EnvoyFilterObject | undefined): Promise<void> {
+    if (current && hasForeignFields(current.spec, filter.spec)) {
+      await this.deps.client.jsonPatch(refOf(current), [{ op: 'replace', path: '/spec', value: filter.spec }]);
+      return;
+    }
+    await this.deps.client.apply(filter);
+  }
+
+  private logUnplaced(unplaced: ReadonlyMap<string, string>): void {
+    for (const [shoot, message] of unplaced) {
+      if (this.reportedUnplaced.get(shoot) !== message) this.deps.logger.error({ shoot }, `${message}; the shoot is left out of the combined CONNECT filters and keeps its stored policy`);
+    }
+    this.reportedUnplaced = new Map(unplaced);
   }
 }

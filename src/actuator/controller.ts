@@ -142,6 +142,8 @@ export class AclController {
       extensions: () => this.informers.extensions.list(),
       gateways: () => this.gateways(),
       existing: () => this.informers.envoyFilters.list(),
+      // An unsynced cache looks empty; the syncer writes and deletes nothing until these have listed.
+      cachesSynced: () => [this.informers.extensions, this.informers.deployments, this.informers.envoyFilters].every((i) => i.hasSynced()),
       logger,
     });
     this.reconcileTotal = new Counter({ name: 'controller_runtime_reconcile_total', help: 'Reconciliations by result.', labelNames: ['controller', 'result'], registers: [registry] });

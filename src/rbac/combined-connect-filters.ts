@@ -1,4 +1,4 @@
-import type { SeedAcl, ShootPolicy } from '../acl/model.js';
+import type { GatewayWorkload, SeedAcl, ShootPolicy } from '../acl/model.js';
 import type { Policy } from './envoy-rbac-types.js';
 import {
   MANAGED_BY,
@@ -41,40 +41,92 @@ export function combinedConnectPolicy(shoot: ShootPolicy, operator: SeedAcl['ope
   };
 }
 
+/** Bytes one shoot takes in a shard: its policy plus its key. */
+export function combinedPolicyBytes(technicalID: string, policy: Policy): number {
+  return JSON.stringify(policy).length + technicalID.length + 4;
+}
+
+/** Bytes the policies of one shard may take, given the operator's `maxObjectBytes`. */
+export function shardBudget(maxObjectBytes: number): number {
+  return maxObjectBytes - OBJECT_OVERHEAD_BYTES;
+}
+
+/** Why a shoot's policy cannot be placed in any shard; names the size, the limit and the fix. */
+export function unplaceableMessage(technicalID: string, bytes: number, maxObjectBytes: number): string {
+  return (
+    `the combined CONNECT policy of ${technicalID} needs ${bytes} bytes, more than the ${shardBudget(maxObjectBytes)} bytes one combined filter may hold ` +
+    `(operator maxObjectBytes ${maxObjectBytes} minus ${OBJECT_OVERHEAD_BYTES} for the object around it); list fewer or wider CIDRs, or raise maxObjectBytes`
+  );
+}
+
+/** The combined filter object of one gateway, port and shard holding exactly `policies`. */
+export function combinedConnectFilter(gateway: GatewayWorkload, port: number, shard: number, policies: Readonly<Record<string, Policy>>): GeneratedEnvoyFilter {
+  return {
+    apiVersion: 'networking.istio.io/v1alpha3',
+    kind: 'EnvoyFilter',
+    metadata: {
+      name: connectFilterName(port, shard),
+      namespace: gateway.namespace,
+      labels: { [MANAGED_BY_LABEL]: MANAGED_BY, [ROLE_LABEL]: 'connect' },
+    },
+    spec: { workloadSelector: { labels: gateway.selector }, configPatches: [connectPatch(port, `${FILTER_NAMES.connect}-${shardSuffix(port, shard)}`, { ...policies })] },
+  };
+}
+
+/** Port and shard index of a combined filter name; undefined for any other name. */
+export function parseConnectFilterName(name: string): { readonly port: number; readonly shard: number } | undefined {
+  const match = /^acl-connect-(\d{1,5})-(\d{3,4})$/.exec(name);
+  if (!match) return undefined;
+  return { port: Number(match[1]), shard: Number(match[2]) };
+}
+
+export interface CombinedConnectPlan {
+  readonly filters: GeneratedEnvoyFilter[];
+  /** Shoots (technical ID) whose policy alone exceeds a shard, with the reason; they are in no filter. */
+  readonly unplaced: ReadonlyMap<string, string>;
+}
+
 /**
  * The combined HTTP-CONNECT filters: for every ACL shoot of the seed a policy "the request
  * mentions S in a protected header and S does not admit the client", sharded by size into one
  * object per protected port and shard, first in the HTTP chain of that port, on every gateway
  * of the seed (before Gardener 1.143 every gateway could route to every shoot).
+ *
+ * A shoot whose policy alone exceeds a shard is left out and reported in `unplaced`, so that one
+ * oversized shoot never stops the filters of every other shoot.
  */
-export function buildCombinedConnectFilters(seed: Pick<SeedAcl, 'operator' | 'gateways'> & { readonly shoots: readonly ShootPolicy[] }): GeneratedEnvoyFilter[] {
+export function planCombinedConnectFilters(seed: Pick<SeedAcl, 'operator' | 'gateways'> & { readonly shoots: readonly ShootPolicy[] }): CombinedConnectPlan {
   const { operator } = seed;
-  const items: Sized<Policy>[] = seed.shoots.map((shoot) => {
+  const budget = shardBudget(operator.maxObjectBytes);
+  const unplaced = new Map<string, string>();
+  const items: Sized<Policy>[] = [];
+  for (const shoot of seed.shoots) {
     const policy = combinedConnectPolicy(shoot, operator);
-    return { key: shoot.technicalID, bytes: JSON.stringify(policy).length + shoot.technicalID.length + 4, item: policy };
-  });
-  const shards = shardByHash(items, operator.maxObjectBytes - OBJECT_OVERHEAD_BYTES)
+    const bytes = combinedPolicyBytes(shoot.technicalID, policy);
+    if (bytes > budget) unplaced.set(shoot.technicalID, unplaceableMessage(shoot.technicalID, bytes, operator.maxObjectBytes));
+    else items.push({ key: shoot.technicalID, bytes, item: policy });
+  }
+  const shards = shardByHash(items, budget)
     .map((shard, index) => ({ shard, index }))
     // Empty buckets get no object; names stay tied to the bucket index so other shards keep theirs.
     .filter(({ shard }) => shard.length > 0);
   const gateways = [...seed.gateways].sort((a, b) => a.namespace.localeCompare(b.namespace));
-  return gateways.flatMap((gateway) =>
+  const filters = gateways.flatMap((gateway) =>
     operator.protectedPorts.flatMap((port) =>
-      shards.map(({ shard, index }): GeneratedEnvoyFilter => {
+      shards.map(({ shard, index }) => {
         const policies: Record<string, Policy> = {};
         for (const { key, item } of shard) policies[key] = item;
-        const name = connectFilterName(port, index);
-        return {
-          apiVersion: 'networking.istio.io/v1alpha3',
-          kind: 'EnvoyFilter',
-          metadata: {
-            name,
-            namespace: gateway.namespace,
-            labels: { [MANAGED_BY_LABEL]: MANAGED_BY, [ROLE_LABEL]: 'connect' },
-          },
-          spec: { workloadSelector: { labels: gateway.selector }, configPatches: [connectPatch(port, `${FILTER_NAMES.connect}-${shardSuffix(port, index)}`, policies)] },
-        };
+        return combinedConnectFilter(gateway, port, index, policies);
       }),
     ),
   );
+  return { filters, unplaced };
+}
+
+/** The combined filters when every shoot fits; an offline render fails loudly on an oversized shoot instead of leaving it out. */
+export function buildCombinedConnectFilters(seed: Pick<SeedAcl, 'operator' | 'gateways'> & { readonly shoots: readonly ShootPolicy[] }): GeneratedEnvoyFilter[] {
+  const plan = planCombinedConnectFilters(seed);
+  const [first] = plan.unplaced.values();
+  if (first !== undefined) throw new Error(`cannot shard: ${first}`);
+  return plan.filters;
 }
