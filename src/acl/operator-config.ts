@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Cidr } from './cidr.js';
 import { cidrStringSchema } from './cidr-schema.js';
+import { combinedConnectPolicy, combinedPolicyBytes, shardBudget } from '../rbac/combined-connect-filters.js';
 import { fieldErrorsFromZod, REPORT_INPUT, type FieldError } from './field-errors.js';
 
 const port = z.number().int().min(1).max(65535);
@@ -9,15 +10,82 @@ const headerName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, { error: 'm
 
 export const DEFAULT_PROTECTED_HEADERS = ['Reversed-VPN', 'X-Gardener-Destination'] as const;
 export const DEFAULT_PROTECTED_PORTS = [8132, 8443] as const;
+export const MAX_ADDITIONAL_ALLOWED_CIDRS = 100;
+const MAX_OBJECT_BYTES = 1024 * 1024;
+/**
+ * Always-allowed ranges a real shoot brings besides the operator's: seed nodes and pods, shoot
+ * nodes, Infrastructure egress CIDRs and a managed seed's egress; 16 leaves room for many egress IPs.
+ */
+const REALISTIC_SHOOT_ALWAYS_ALLOWED = 16;
+// Namespace names are at most 63 characters, so no technical ID is longer.
+const LONGEST_TECHNICAL_ID = `shoot--${'p'.repeat(10)}--${'s'.repeat(63 - 'shoot--'.length - 10 - 2)}`;
+
+type SizeInputs = Pick<OperatorConfig, 'protectedHeaders' | 'additionalAllowedCIDRs' | 'maxObjectBytes'>;
+
+/** `count` distinct IPv4 hosts of the longest textual form (each also gets its IPv4-mapped twin in a policy). */
+function longestIpv4Hosts(count: number, offset: number): Cidr[] {
+  return Array.from({ length: count }, (_, i) => {
+    const n = BigInt(i + offset);
+    const octets = [100n + ((n >> 18n) & 0x3fn), 100n + ((n >> 12n) & 0x3fn), 100n + ((n >> 6n) & 0x3fn), 100n + (n & 0x3fn)];
+    return { family: 4 as const, address: octets.reduce((a, o) => (a << 8n) | o, 0n), prefixLen: 32 };
+  });
+}
+
+/** `count` distinct IPv6 hosts with all eight groups written out. */
+function longestIpv6Hosts(count: number): Cidr[] {
+  return Array.from({ length: count }, (_, i) => ({ family: 6 as const, address: 0xfedcba98fedcba98fedcba98fedc0000n + BigInt(0x1000 + i), prefixLen: 128 }));
+}
+
+/** The most bytes one shoot with `cidrs` CIDRs takes in a combined filter, over every action, type and address family. */
+export function maximalShootPolicyBytes(config: SizeInputs, cidrs: number): number {
+  const alwaysAllowed = [...config.additionalAllowedCIDRs, ...longestIpv4Hosts(REALISTIC_SHOOT_ALWAYS_ALLOWED, 1 << 23)];
+  let most = 0;
+  for (const ruleCidrs of [longestIpv4Hosts(cidrs, 0), longestIpv6Hosts(cidrs)]) {
+    for (const action of ['ALLOW', 'DENY'] as const) {
+      const policy = combinedConnectPolicy({ technicalID: LONGEST_TECHNICAL_ID, rule: { action, type: 'direct_remote_ip', cidrs: ruleCidrs }, alwaysAllowed }, config);
+      most = Math.max(most, combinedPolicyBytes(LONGEST_TECHNICAL_ID, policy));
+    }
+  }
+  return most;
+}
+
+/** Why one maximal shoot could not fit one combined filter under these values; undefined when it fits. */
+function maximalShootProblem(config: SizeInputs & { readonly maxCIDRs: number }): string | undefined {
+  const budget = shardBudget(config.maxObjectBytes);
+  const needed = maximalShootPolicyBytes(config, config.maxCIDRs);
+  if (needed <= budget) return undefined;
+  let fitting = 0;
+  for (let lo = 1, hi = config.maxCIDRs - 1; lo <= hi; ) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (maximalShootPolicyBytes(config, mid) <= budget) {
+      fitting = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  const neededObject = needed + (config.maxObjectBytes - budget);
+  const fixes = [
+    ...(fitting > 0 ? [`lower maxCIDRs to at most ${fitting}`] : []),
+    ...(neededObject <= MAX_OBJECT_BYTES ? [`raise maxObjectBytes to at least ${neededObject}`] : []),
+    ...(config.additionalAllowedCIDRs.length > 0 ? ['list fewer additionalAllowedCIDRs'] : []),
+  ];
+  return (
+    `maxCIDRs ${config.maxCIDRs} does not fit maxObjectBytes ${config.maxObjectBytes}: one shoot with ${config.maxCIDRs} CIDRs ` +
+    `(plus ${config.additionalAllowedCIDRs.length} additionalAllowedCIDRs and ${REALISTIC_SHOOT_ALWAYS_ALLOWED} ranges of its own) needs up to ${needed} bytes, ` +
+    `more than the ${budget} bytes one combined CONNECT filter holds; ${fixes.join(', or ')}`
+  );
+}
 
 /** Per-seed settings an operator chooses when installing the extension. */
 export const operatorConfigSchema = z
   .strictObject({
     apiVersion: z.literal('acl.gardener.cloud/v1alpha1').optional(),
     kind: z.literal('OperatorConfiguration').optional(),
-    /** Always admitted for every shoot, in addition to the seed's and the shoot's own ranges. */
-    additionalAllowedCIDRs: z.array(cidrStringSchema).default([]),
-    /** Most CIDRs a shoot's rule may list (at most 1000, so one shoot's filters always fit one object). */
+    /** Always admitted for every shoot, in addition to the seed's and the shoot's own ranges (they are in every shoot's policy). */
+    additionalAllowedCIDRs: z
+      .array(cidrStringSchema)
+      .max(MAX_ADDITIONAL_ALLOWED_CIDRS, { error: `lists more than ${MAX_ADDITIONAL_ALLOWED_CIDRS} ranges; every one is repeated in every shoot's policy, so merge them into wider ranges` })
+      .default([]),
+    /** Most CIDRs a shoot's rule may list (at most 1000; together with maxObjectBytes checked so that one maximal shoot fits one combined filter). */
     maxCIDRs: z.number().int().min(1).max(1000).default(50),
     /** HTTP-CONNECT headers whose value selects the destination cluster. */
     protectedHeaders: z.array(headerName).min(1).default([...DEFAULT_PROTECTED_HEADERS]),
@@ -28,14 +96,18 @@ export const operatorConfigSchema = z
     /** Listener port of the legacy PROXY-protocol apiserver-proxy path (Gardener < 1.123). */
     legacyProxyPort: port.default(8443),
     /** Largest serialized size (bytes) of one generated EnvoyFilter; combined filters are sharded below it. */
-    maxObjectBytes: z.number().int().min(16 * 1024).max(1024 * 1024).default(384 * 1024),
+    maxObjectBytes: z.number().int().min(16 * 1024).max(MAX_OBJECT_BYTES).default(384 * 1024),
   })
   .transform((c) => ({
     ...c,
     // Header names are case-insensitive; canonical lower case keeps the output stable.
     protectedHeaders: [...new Set(c.protectedHeaders.map((h) => h.toLowerCase()))].sort(),
     protectedPorts: [...new Set(c.protectedPorts)].sort((a, b) => a - b),
-  }));
+  }))
+  .superRefine((c, ctx) => {
+    const problem = maximalShootProblem(c);
+    if (problem) ctx.addIssue({ code: 'custom', path: ['maxCIDRs'], message: problem, input: c.maxCIDRs });
+  });
 
 export type OperatorConfig = z.output<typeof operatorConfigSchema> & { readonly additionalAllowedCIDRs: readonly Cidr[] };
 

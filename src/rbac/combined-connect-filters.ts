@@ -34,7 +34,7 @@ function connectPatch(port: number, filterName: string, policies: Record<string,
 }
 
 /** The policy one shoot has in the combined filters: "mentions S and S does not admit the client". */
-export function combinedConnectPolicy(shoot: ShootPolicy, operator: SeedAcl['operator']): Policy {
+export function combinedConnectPolicy(shoot: ShootPolicy, operator: Pick<SeedAcl['operator'], 'protectedHeaders'>): Policy {
   return {
     permissions: mentionsShoot(shoot.technicalID, operator.protectedHeaders),
     principals: [notAdmittedPrincipal(shoot.rule, shoot.alwaysAllowed)],
