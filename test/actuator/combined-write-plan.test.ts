@@ -1,0 +1,186 @@
+// The write plan of the combined CONNECT filters, replayed write by write against a simulated
+// store: after every single write or delete, every active ACL shoot is in some stored shard on
+// every gateway and port (add before remove), whatever the shard count does.
+import { describe, expect, it } from 'vitest';
+import type { GatewayWorkload } from '../../src/acl/model.js';
+import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
+import type { AppliedAcl } from '../../src/actuator/applied-state.js';
+import type { ClusterClient } from '../../src/actuator/cluster-client.js';
+import { storedCoverage, uncoveredPaths } from '../../src/actuator/combined-coverage.js';
+import { CombinedSyncer, combinedGateways, planCombinedWrites, type CombinedWrite } from '../../src/actuator/combined-syncer.js';
+import type { EnvoyFilterObject } from '../../src/gardener/objects.js';
+import { combinedConnectPolicy, planCombinedConnectFilters } from '../../src/rbac/combined-connect-filters.js';
+import { testLogger } from '../kube/kube-test-helpers.js';
+import { DEFAULT_GATEWAY, ZONAL_GATEWAY, cidr, rule } from '../support/test-seed.js';
+
+const operator: OperatorConfig = { ...defaultOperatorConfig(), maxObjectBytes: 16 * 1024 };
+const GATEWAYS: GatewayWorkload[] = [DEFAULT_GATEWAY, ZONAL_GATEWAY];
+const ALWAYS = ['10.96.0.0/11', '10.180.0.0/16', '10.250.0.0/16', '198.51.100.1/32'].map(cidr);
+
+const shoot = (i: number, cidrs = [`203.0.${i}.0/24`], alwaysAllowed = ALWAYS): AppliedAcl => ({
+  technicalID: `shoot--grow--s${String(i).padStart(2, '0')}`,
+  rule: rule('ALLOW', 'remote_ip', cidrs),
+  alwaysAllowed,
+  legacyProxyAllowed: [],
+});
+const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => shoot(from + i));
+
+type Store = Map<string, EnvoyFilterObject>;
+const keyOf = (f: { metadata: { namespace: string; name: string } }) => `${f.metadata.namespace}/${f.metadata.name}`;
+const asStored = (w: CombinedWrite): EnvoyFilterObject => JSON.parse(JSON.stringify(w)) as EnvoyFilterObject;
+
+/** Every shoot of `expected` (id -> acceptable policies) is covered on every gateway and port of the store. */
+function gaps(store: Store, expected: ReadonlyMap<string, readonly unknown[]>): string[] {
+  const coverage = storedCoverage([...store.values()]);
+  const namespaces = GATEWAYS.map((g) => g.namespace);
+  return [...expected].flatMap(([id, policies]) => {
+    const missing = policies.map((p) => uncoveredPaths(coverage, id, p, namespaces, operator.protectedPorts));
+    // Covered by any acceptable policy (old or new ACL) on each path.
+    const first = missing[0] ?? [];
+    return first.filter((path) => missing.every((m) => m.includes(path))).map((path) => `${id} on ${path}`);
+  });
+}
+
+/** Plans one sync from the store and replays it; returns the gaps seen after each step and the number of steps. */
+function replay(store: Store, shoots: readonly AppliedAcl[], mustStay: ReadonlyMap<string, readonly unknown[]>, gateways = GATEWAYS): { gapsSeen: string[]; steps: number } {
+  const plan = planCombinedWrites({ operator, gateways, shoots, stored: [...store.values()] });
+  const gapsSeen: string[] = [];
+  let steps = 0;
+  const check = (what: string) => {
+    steps++;
+    for (const gap of gaps(store, mustStay)) gapsSeen.push(`${what}: ${gap}`);
+  };
+  for (const w of [...plan.grow, ...plan.settle]) {
+    store.set(keyOf(w), asStored(w));
+    check(`write ${keyOf(w)}`);
+  }
+  for (const d of plan.deletions) {
+    store.delete(keyOf(d));
+    check(`delete ${keyOf(d)}`);
+  }
+  return { gapsSeen, steps };
+}
+
+const policies = (shoots: readonly AppliedAcl[]) => new Map(shoots.map((s) => [s.technicalID, [combinedConnectPolicy(s, operator)]]));
+/** The store holds exactly what the generator wants for these shoots. */
+function exactly(store: Store, shoots: readonly AppliedAcl[]): void {
+  const wanted = planCombinedConnectFilters({ operator, gateways: GATEWAYS, shoots }).filters;
+  expect([...store.keys()].sort()).toEqual(wanted.map(keyOf).sort());
+  for (const f of wanted) expect(store.get(keyOf(f))?.spec).toEqual(JSON.parse(JSON.stringify(f.spec)));
+}
+
+describe('combined filter write plan (add before remove)', () => {
+  it('point 3: grow 20 -> 26 and shrink back: every active shoot is stored after every write', () => {
+    const store: Store = new Map();
+    replay(store, range(0, 20), new Map());
+    exactly(store, range(0, 20));
+    const shards = (s: Store) => [...s.keys()].filter((k) => k.startsWith('istio-ingress/acl-connect-8132-')).length;
+    expect(shards(store)).toBe(3);
+
+    const grow = replay(store, range(0, 26), policies(range(0, 20)));
+    expect(shards(store)).toBe(5);
+    expect(grow.gapsSeen).toEqual([]);
+    expect(grow.steps).toBeGreaterThan(8);
+    exactly(store, range(0, 26));
+    // Converged: a second sync writes nothing.
+    const again = planCombinedWrites({ operator, gateways: GATEWAYS, shoots: range(0, 26), stored: [...store.values()] });
+    expect([again.grow.length, again.settle.length, again.deletions.length]).toEqual([0, 0, 0]);
+
+    // One at a time, too.
+    const stepwise: Store = new Map();
+    replay(stepwise, range(0, 20), new Map());
+    for (let n = 21; n <= 26; n++) expect(replay(stepwise, range(0, n), policies(range(0, n - 1))).gapsSeen).toEqual([]);
+    exactly(stepwise, range(0, 26));
+
+    const shrink = replay(store, range(0, 20), policies(range(0, 20)));
+    expect(shrink.gapsSeen).toEqual([]);
+    expect(shards(store)).toBe(3);
+    exactly(store, range(0, 20));
+  });
+
+  it('point 3: a shoot whose ACL changes while it moves carries its old or its new policy at every step, never none', () => {
+    const store: Store = new Map();
+    replay(store, range(0, 20), new Map());
+    const changed = shoot(3, ['192.0.2.0/24', '2001:db8::/32']);
+    const next = [...range(0, 26).filter((s) => s.technicalID !== changed.technicalID), changed];
+    const mustStay = policies(range(0, 20));
+    mustStay.set(changed.technicalID, [combinedConnectPolicy(shoot(3), operator), combinedConnectPolicy(changed, operator)]);
+    expect(replay(store, next, mustStay).gapsSeen).toEqual([]);
+    exactly(store, next);
+  });
+
+  it('point 3: a shoot being deleted is removed directly', () => {
+    const store: Store = new Map();
+    replay(store, range(0, 20), new Map());
+    const remaining = range(0, 20).filter((s) => s.technicalID !== 'shoot--grow--s05');
+    expect(replay(store, remaining, policies(remaining)).gapsSeen).toEqual([]);
+    exactly(store, remaining);
+  });
+
+  it('point 5: a shoot too large for a shard is reported and keeps its stored policy; the others are written', () => {
+    const store: Store = new Map();
+    replay(store, range(0, 20), new Map());
+    const before = policies(range(0, 20));
+    const huge = shoot(1, ['203.0.1.0/24'], Array.from({ length: 200 }, (_, i) => cidr(`198.18.${i}.7/32`)));
+    const shoots = [...range(0, 20).filter((s) => s.technicalID !== huge.technicalID), huge, shoot(30)];
+    const plan = planCombinedWrites({ operator, gateways: GATEWAYS, shoots, stored: [...store.values()] });
+    expect(plan.unplaced).toEqual(
+      new Map([
+        [
+          huge.technicalID,
+          'the combined CONNECT policy of shoot--grow--s01 needs 27924 bytes, more than the 12288 bytes one combined filter may hold (operator maxObjectBytes 16384 minus 4096 for the object around it); list fewer or wider CIDRs, or raise maxObjectBytes',
+        ],
+      ]),
+    );
+    const mustStay = new Map([...before, ...policies([shoot(30)])]);
+    const result = replay(store, shoots, new Map([...before]));
+    expect(result.gapsSeen).toEqual([]);
+    // s01 keeps its old policy, s30 is in, nothing else changed.
+    expect(gaps(store, mustStay)).toEqual([]);
+    // Stable: the next sync writes nothing.
+    const again = planCombinedWrites({ operator, gateways: GATEWAYS, shoots, stored: [...store.values()] });
+    expect([again.grow.length, again.settle.length, again.deletions.length]).toEqual([0, 0, 0]);
+    // Once deleted, it goes.
+    replay(store, shoots.filter((s) => s !== huge), new Map());
+    expect(storedCoverage([...store.values()]).get('istio-ingress')?.get(8132)?.has(huge.technicalID)).toBe(false);
+  });
+
+  it('point 2: a gateway without Deployment is kept from its stored filters, with their selector', () => {
+    const store: Store = new Map();
+    replay(store, range(0, 5), new Map());
+    const stored = [...store.values()];
+    expect(combinedGateways([DEFAULT_GATEWAY], stored)).toEqual(GATEWAYS);
+    expect(combinedGateways([], stored)).toEqual(GATEWAYS);
+    // No Deployment at all: nothing deleted, changes still reach every gateway.
+    const next = [...range(0, 5), shoot(9)];
+    const result = replay(store, next, policies(range(0, 5)), combinedGateways([], stored));
+    expect(result.gapsSeen).toEqual([]);
+    exactly(store, next);
+  });
+
+  it('point 2: writes and deletes nothing before the caches have synced', async () => {
+    const calls: string[] = [];
+    const record = (verb: string) => async (): Promise<void> => {
+      calls.push(verb);
+    };
+    const client: ClusterClient = {
+      get: async () => undefined,
+      createIfAbsent: record('create'),
+      apply: async () => {
+        calls.push('apply');
+        return {};
+      },
+      mergePatch: record('merge'),
+      jsonPatch: record('json'),
+      patchStatus: record('status'),
+      delete: record('delete'),
+    };
+    const store: Store = new Map();
+    replay(store, range(0, 3), new Map());
+    const syncer = new CombinedSyncer({ client, operator, extensions: () => [], gateways: () => [], existing: () => [...store.values()], cachesSynced: () => false, logger: testLogger() });
+    await expect(syncer.sync()).rejects.toThrow(
+      'combined CONNECT filters: the Extension, gateway Deployment and EnvoyFilter caches have not listed yet; nothing is written or deleted until they have',
+    );
+    expect(calls).toEqual([]);
+  });
+});

@@ -1,0 +1,51 @@
+// One shoot whose combined policy is larger than a shard must not make the webhook fail for
+// every other EnvoyFilter: its index answers legacy filters and combined filters as usual.
+import { describe, expect, it } from 'vitest';
+import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
+import { deploymentSchema, extensionSchema, type Extension } from '../../src/gardener/objects.js';
+import { AclIndex, staticCacheSource } from '../../src/webhook/acl-index.js';
+import { mutateEnvoyFilter } from '../../src/webhook/envoy-filter-mutator.js';
+import { legacyFilter } from './webhook-fixtures.js';
+
+const operator: OperatorConfig = { ...defaultOperatorConfig(), maxObjectBytes: 16 * 1024 };
+
+function aclExtension(namespace: string, cidrs: readonly string[], alwaysAllowed: readonly string[]): Extension {
+  return extensionSchema.parse({
+    apiVersion: 'extensions.gardener.cloud/v1alpha1',
+    kind: 'Extension',
+    metadata: { name: 'acl', namespace, finalizers: ['extensions.gardener.cloud/acl'] },
+    spec: { type: 'acl' },
+    status: { state: { gatewayNamespaces: ['istio-ingress'], applied: { rule: { action: 'ALLOW', type: 'remote_ip', cidrs }, alwaysAllowed, legacyProxyAllowed: [] } } },
+  });
+}
+
+const gateway = deploymentSchema.parse({
+  apiVersion: 'apps/v1',
+  kind: 'Deployment',
+  metadata: { name: 'istio-ingressgateway', namespace: 'istio-ingress', labels: { app: 'istio-ingressgateway', istio: 'ingressgateway' } },
+  spec: {
+    selector: { matchLabels: { app: 'istio-ingressgateway', istio: 'ingressgateway' } },
+    template: { metadata: { labels: { app: 'istio-ingressgateway', istio: 'ingressgateway' } }, spec: { containers: [{ name: 'istio-proxy', image: 'istio/proxyv2' }] } },
+  },
+});
+
+describe('webhook index with an oversized shoot', () => {
+  const huge = aclExtension('shoot--p--huge', ['203.0.113.0/24'], Array.from({ length: 200 }, (_, i) => `198.18.${i}.7/32`));
+  const small = aclExtension('shoot--p--small', ['192.0.2.0/24'], ['10.250.0.0/16']);
+  const index = new AclIndex(staticCacheSource([huge, small], [gateway]), operator);
+
+  it('point 5: answers the legacy filter of another shoot', () => {
+    const verdict = mutateEnvoyFilter({ uid: 'u1', operation: 'CREATE', name: 'shoot--p--small', namespace: 'istio-ingress', object: legacyFilter('shoot--p--small', 'istio-ingress') } as Parameters<typeof mutateEnvoyFilter>[0], index, operator);
+    expect(verdict.allowed).toBe(true);
+    expect(index.legacyAcl('shoot--p--small')?.rule.cidrs.length).toBe(1);
+    // The oversized shoot keeps its legacy-path protection too: that filter is per shoot.
+    expect(index.legacyAcl('shoot--p--huge')?.alwaysAllowed.length).toBe(200);
+  });
+
+  it('point 5: knows the combined filter holding the other shoots, without the oversized one', () => {
+    const filter = index.combinedFilter('istio-ingress', 'acl-connect-8132-000');
+    expect(filter).toBeDefined();
+    const policies = filter?.spec.configPatches.flatMap((p) => Object.keys(p.patch.value.typed_config.rules.policies));
+    expect(policies).toEqual(['shoot--p--small']);
+  });
+});
