@@ -186,8 +186,9 @@ function hasForeignFields(stored: unknown, wanted: unknown): boolean {
 
 /** Syncs the combined filters from the caches; see the file comment for the rules. */
 export class CombinedSyncer {
-  /** Only to log a change of the unplaced set once, not on every sync. */
+  /** Only to log a change once, not on every sync. */
   private reportedUnplaced = new Map<string, string>();
+  private reportedKept = '';
 
   constructor(private readonly deps: CombinedSyncerDeps) {}
 
@@ -198,7 +199,10 @@ export class CombinedSyncer {
     }
     const stored = deps.existing();
     const storedByKey = new Map(stored.map((f) => [key(f), f]));
-    const plan = planCombinedWrites({ operator: deps.operator, gateways: combinedGateways(deps.gateways(), stored), shoots: appliedAcls(deps.extensions()), stored });
+    const fromDeployments = deps.gateways();
+    const gateways = combinedGateways(fromDeployments, stored);
+    this.logKeptGateways(gateways.filter((g) => !fromDeployments.some((d) => d.namespace === g.namespace)).map((g) => g.namespace));
+    const plan = planCombinedWrites({ operator: deps.operator, gateways, shoots: appliedAcls(deps.extensions()), stored });
     this.logUnplaced(plan.unplaced);
     let applied = 0;
     let deleted = 0;
@@ -228,6 +232,14 @@ export class CombinedSyncer {
       return;
     }
     await this.deps.client.apply(filter);
+  }
+
+  private logKeptGateways(namespaces: readonly string[]): void {
+    const now = namespaces.join(',');
+    if (now !== this.reportedKept && namespaces.length > 0) {
+      this.deps.logger.warn({ namespaces }, 'no istio-ingressgateway Deployment in these gateway namespaces; their stored combined CONNECT filters are kept and updated (they go with the namespace)');
+    }
+    this.reportedKept = now;
   }
 
   private logUnplaced(unplaced: ReadonlyMap<string, string>): void {
