@@ -8,6 +8,7 @@ import { createServer } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { listAll } from '../src/kube/list-watch.js';
+import { withApiRetry } from './api-retry.js';
 import { startWithCRDs } from '../test/kube/kube-test-helpers.js';
 import { DEFAULT_GW, ZONAL_GW, allowRule, createSeed, technicalID, type ShootFixture } from '../test/actuator/seed-fixture.js';
 
@@ -63,8 +64,8 @@ async function main(): Promise<void> {
       egressCIDRs: [`198.51.${i % 256}.1/32`],
     }));
     const seedStart = Date.now();
-    await createSeed(cp.kubeConfig, [DEFAULT_GW, ZONAL_GW], []);
-    await pool(shoots, 16, (s) => createSeed(cp.kubeConfig, [], [s]));
+    await withApiRetry('create gateways', () => createSeed(cp.kubeConfig, [DEFAULT_GW, ZONAL_GW], []));
+    await pool(shoots, 16, (s) => withApiRetry(`create ${technicalID(s)}`, () => createSeed(cp.kubeConfig, [], [s])));
     console.log(`seed: ${SHOOTS} shoots with 2 CIDRs each, 2 gateways; objects created in ${((Date.now() - seedStart) / 1000).toFixed(1)} s`);
 
     const port = await freePort();
@@ -83,11 +84,11 @@ async function main(): Promise<void> {
       await sleep(1000);
       const text = await metrics().catch(() => '');
       peakRss = Math.max(peakRss, metric(text, 'process_resident_memory_bytes'));
-      const { items } = await listAll(cp.kubeConfig, '/apis/extensions.gardener.cloud/v1alpha1/extensions');
+      const { items } = await withApiRetry('list Extensions', () => listAll(cp.kubeConfig, '/apis/extensions.gardener.cloud/v1alpha1/extensions'));
       for (const e of items as { metadata: { namespace: string }; status?: { lastOperation?: { state?: string } } }[]) {
         if (e.status?.lastOperation?.state === 'Succeeded') done.add(e.metadata.namespace);
       }
-      const combined = (await listAll(cp.kubeConfig, '/apis/networking.istio.io/v1alpha3/envoyfilters', { labelSelector: 'acl.gardener.cloud/role=connect' })).items;
+      const combined = (await withApiRetry('list combined filters', () => listAll(cp.kubeConfig, '/apis/networking.istio.io/v1alpha3/envoyfilters', { labelSelector: 'acl.gardener.cloud/role=connect' }))).items;
       const inCombined = new Set(combined.flatMap((f) => JSON.stringify(f).match(/shoot--p\d+--s\d+(?=":)/g) ?? []));
       if (done.size === SHOOTS && shoots.every((s) => inCombined.has(technicalID(s)))) break;
       if (Date.now() - start > 15 * 60_000) throw new Error(`not converged after 15 min: ${done.size}/${SHOOTS}`);

@@ -33,7 +33,12 @@ export interface CombinedSyncerDeps {
   readonly existing: () => readonly EnvoyFilterObject[];
   /** True once the Extension, gateway Deployment and EnvoyFilter caches have listed. */
   readonly cachesSynced: () => boolean;
+  /** The resourceVersion up to which the EnvoyFilter cache has seen every change (its watch position). */
+  readonly cacheProgress?: () => string | undefined;
   readonly logger: Logger;
+  /** Longest wait for the cache to show our own writes before deciding without it (default 10 s). */
+  readonly cacheLagLimitMs?: number;
+  readonly now?: () => number;
 }
 
 /** What one sync did. */
@@ -42,6 +47,8 @@ export interface CombinedSyncOutcome {
   readonly deleted: number;
   /** Shoots (technical ID) left out of the combined filters, with the reason, e.g. a policy larger than one shard. */
   readonly unplaced: ReadonlyMap<string, string>;
+  /** Nothing was decided: the cache does not show our last writes yet; sync again shortly. */
+  readonly waitingForCache?: boolean;
 }
 
 /** An Extension whose shoot is served by this seed: not deleted, migrated or awaiting restore. */
@@ -184,19 +191,65 @@ function hasForeignFields(stored: unknown, wanted: unknown): boolean {
   return Object.entries(stored).some(([k, v]) => !Object.hasOwn(w, k) || hasForeignFields(v, w[k]));
 }
 
+/** etcd-backed resourceVersions are increasing integers (comparable since Kubernetes 1.35); anything else only by equality. */
+function resourceVersionAtLeast(have: string | undefined, want: string): boolean {
+  if (have === undefined) return false;
+  if (/^\d+$/.test(have) && /^\d+$/.test(want)) return BigInt(have) >= BigInt(want);
+  return have === want;
+}
+
+/** One of our writes the cache must show before the next decision. */
+interface PendingWrite {
+  readonly key: string;
+  /** resourceVersion the server returned; undefined for deletes and whole-spec replacements. */
+  readonly resourceVersion: string | undefined;
+  readonly deleted: boolean;
+  readonly at: number;
+}
+
 /** Syncs the combined filters from the caches; see the file comment for the rules. */
 export class CombinedSyncer {
   /** Only to log a change once, not on every sync. */
   private reportedUnplaced = new Map<string, string>();
   private reportedKept = '';
+  /**
+   * Our writes the cache has not shown yet. Not a memory of contents: it only makes the next
+   * decision wait (briefly) until the cache has caught up, so that a cache a few events behind
+   * does not cause the same write twice. Decisions are still taken from the cache alone.
+   */
+  private pending: PendingWrite[] = [];
 
   constructor(private readonly deps: CombinedSyncerDeps) {}
+
+  private now(): number {
+    return this.deps.now?.() ?? performance.now();
+  }
+
+  /** Drops pending writes the cache shows (or that waited too long); true when none is left. */
+  private cacheCaughtUp(stored: readonly EnvoyFilterObject[]): boolean {
+    const byKey = new Map(stored.map((f) => [key(f), f]));
+    const progress = this.deps.cacheProgress?.();
+    const limit = this.deps.cacheLagLimitMs ?? 10_000;
+    const now = this.now();
+    this.pending = this.pending.filter((p) => {
+      if (now - p.at > limit) {
+        this.deps.logger.warn({ filter: p.key, waitedMs: Math.round(now - p.at) }, 'the EnvoyFilter cache has not shown our write yet; deciding without it');
+        return false;
+      }
+      const cached = byKey.get(p.key);
+      if (p.deleted) return cached !== undefined;
+      if (p.resourceVersion === undefined) return false;
+      return !resourceVersionAtLeast(progress, p.resourceVersion) && !resourceVersionAtLeast(cached?.metadata.resourceVersion, p.resourceVersion);
+    });
+    return this.pending.length === 0;
+  }
 
   async sync(): Promise<CombinedSyncOutcome> {
     const { deps } = this;
     if (!deps.cachesSynced()) {
       throw new Error('combined CONNECT filters: the Extension, gateway Deployment and EnvoyFilter caches have not listed yet; nothing is written or deleted until they have');
     }
+    if (!this.cacheCaughtUp(deps.existing())) return { applied: 0, deleted: 0, unplaced: this.reportedUnplaced, waitingForCache: true };
     const stored = deps.existing();
     const storedByKey = new Map(stored.map((f) => [key(f), f]));
     const fromDeployments = deps.gateways();
@@ -211,11 +264,13 @@ export class CombinedSyncer {
       applied++;
     }
     for (const filter of plan.settle) {
-      await deps.client.apply(filter);
+      const { resourceVersion } = await deps.client.apply(filter);
+      this.pending.push({ key: key(filter), resourceVersion, deleted: false, at: this.now() });
       applied++;
     }
     for (const stale of plan.deletions) {
       await deps.client.delete(refOf(stale));
+      this.pending.push({ key: key(stale), resourceVersion: undefined, deleted: true, at: this.now() });
       deleted++;
     }
     if (applied + deleted > 0) deps.logger.info({ applied, deleted, unplaced: plan.unplaced.size }, 'combined CONNECT filters updated');
@@ -231,7 +286,8 @@ export class CombinedSyncer {
       await this.deps.client.jsonPatch(refOf(current), [{ op: 'replace', path: '/spec', value: filter.spec }]);
       return;
     }
-    await this.deps.client.apply(filter);
+    const { resourceVersion } = await this.deps.client.apply(filter);
+    this.pending.push({ key: key(filter), resourceVersion, deleted: false, at: this.now() });
   }
 
   private logKeptGateways(namespaces: readonly string[]): void {

@@ -142,6 +142,7 @@ export class AclController {
       extensions: () => this.informers.extensions.list(),
       gateways: () => this.gateways(),
       existing: () => this.informers.envoyFilters.list(),
+      cacheProgress: () => this.informers.envoyFilters.lastResourceVersion(),
       // An unsynced cache looks empty; the syncer writes and deletes nothing until these have listed.
       cachesSynced: () => [this.informers.extensions, this.informers.deployments, this.informers.envoyFilters].every((i) => i.hasSynced()),
       logger,
@@ -168,6 +169,11 @@ export class AclController {
 
   cachesSynced(): boolean {
     return this.caches().every((i) => i.hasSynced());
+  }
+
+  /** Every cache has an open watch (none is backing off after a failure), so it follows the server. */
+  cachesWatching(): boolean {
+    return Object.values(this.informers).every((i) => i.isWatching());
   }
 
   /** Starts the workers (only the leader does this). */
@@ -236,6 +242,8 @@ export class AclController {
   private async syncCombined(): Promise<void> {
     const result = await this.combined.sync();
     if (result.applied + result.deleted > 0) this.lastCombinedWrite = Date.now();
+    // Our last writes are not in the cache yet: decide again once they are (a few ms, usually).
+    if (result.waitingForCache) this.queue.addAfter(COMBINED_KEY, 100);
   }
 
   private async process(key: string): Promise<'done' | 'retry'> {

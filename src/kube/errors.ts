@@ -37,3 +37,23 @@ export function describeError(error: unknown): string {
   }
   return error instanceof Error ? error.message : String(error);
 }
+
+/** Longest server-requested wait honoured; a larger Retry-After is clamped to it (a typo must not park a cache for hours). */
+export const MAX_RETRY_AFTER_MS = 5 * 60_000;
+
+/**
+ * The wait a 429/503 response asked for in `Retry-After` (seconds or an HTTP date), in ms;
+ * undefined when the error carries none. Clamped to MAX_RETRY_AFTER_MS.
+ */
+export function retryAfterMs(error: unknown, now: () => number = Date.now): number | undefined {
+  if (!(error instanceof ApiException)) return undefined;
+  const headers: unknown = error.headers;
+  if (typeof headers !== 'object' || headers === null) return undefined;
+  const entry = Object.entries(headers).find(([name]) => name.toLowerCase() === 'retry-after');
+  const value: unknown = entry?.[1];
+  if (typeof value !== 'string' || value.trim() === '') return undefined;
+  const seconds = Number(value.trim());
+  const ms = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(value) - now();
+  if (!Number.isFinite(ms)) return undefined;
+  return Math.min(MAX_RETRY_AFTER_MS, Math.max(0, ms));
+}

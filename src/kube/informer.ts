@@ -9,18 +9,20 @@
 // AbortSignal in watch.ts is overwritten); and every reconnect builds a new https.Agent.
 // Owning the loop makes the rules explicit:
 // - one loop, so at most one list or watch is in flight and restarts never pile up;
-// - failures back off exponentially with jitter (initialBackoffMs → maxBackoffMs); a watch that
-//   ran healthily resets the backoff;
+// - failures back off exponentially with jitter (initialBackoffMs → maxBackoffMs), and never
+//   less than a `Retry-After` the server sent; only a watch that was ACCEPTED (2xx) and then ran
+//   for a while or delivered events resets the backoff — a 429 or 5xx, however slow, never does;
 // - the server ends each watch after timeoutSeconds (clean re-watch from the last
-//   resourceVersion, no relist); a watchdog fails a watch silent for longer than that
-//   (half-open TCP connections), BOOKMARK events keep healthy idle watches talking;
+//   resourceVersion, no relist); a watchdog fails a watch silent for longer than
+//   watchIdleTimeoutMs (half-open TCP connections). The API server's watch cache sends every
+//   watcher a BOOKMARK about once a minute, so a healthy idle watch is never silent for long;
 // - 410 Gone relists; the relist is diffed against the cache: `delete` for objects gone,
 //   `add` only for objects not cached, `update` only when resourceVersion changed.
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 
 import { jitteredDelay, sleep } from './backoff.js';
-import { describeError, isGone } from './errors.js';
+import { describeError, isGone, retryAfterMs } from './errors.js';
 import { listAll, watchOnce, type WatchObjectEvent } from './list-watch.js';
 import { objectKey, objectMetadataSchema } from './object-json.js';
 
@@ -44,6 +46,11 @@ export interface ResilientInformerOptions<T> {
   watchTimeoutSeconds?: number;
   /** Watchdog grace beyond watchTimeoutSeconds (default 30 s). */
   watchdogGraceMs?: number;
+  /**
+   * A watch silent for this long is failed and restarted (default 90 s: bookmarks arrive about
+   * every 60 s, plus grace). Never more than watchTimeoutSeconds + watchdogGraceMs.
+   */
+  watchIdleTimeoutMs?: number;
   /** Backoff after failures (defaults 500 ms → 30 s). */
   initialBackoffMs?: number;
   maxBackoffMs?: number;
@@ -58,8 +65,15 @@ interface Entry<T> {
   resourceVersion: string | undefined;
 }
 
-/** A watch counts as healthy (resets the backoff) after this long or after its first event. */
+/** An accepted watch counts as healthy (resets the backoff) after this long or after its first event. */
 const HEALTHY_WATCH_MS = 1_000;
+
+/** What one watch attempt came to. */
+interface WatchOutcome {
+  /** The server accepted the watch and it then ran for a while or delivered events. */
+  healthy: boolean;
+  error?: unknown;
+}
 
 export class ResilientInformer<T extends Named> {
   private readonly opts: ResilientInformerOptions<T>;
@@ -67,6 +81,7 @@ export class ResilientInformer<T extends Named> {
   private cache = new Map<string, Entry<T>>();
   private resourceVersion: string | undefined;
   private synced = false;
+  private watching = false;
   private loop: Promise<void> | undefined;
   private readonly stopController = new AbortController();
   private resyncTimer: NodeJS.Timeout | undefined;
@@ -104,6 +119,11 @@ export class ResilientInformer<T extends Named> {
     return this.synced;
   }
 
+  /** A watch is open right now: changes reach the cache as they happen (not while backing off). */
+  isWatching(): boolean {
+    return this.watching;
+  }
+
   /** Cached objects, optionally of one namespace. */
   list(namespace?: string): T[] {
     const out: T[] = [];
@@ -128,11 +148,13 @@ export class ResilientInformer<T extends Named> {
 
   private async run(): Promise<void> {
     let failures = 0;
-    const backoff = () =>
-      sleep(
+    const backoff = (error: unknown) => {
+      const delay = Math.max(
         jitteredDelay(this.opts.initialBackoffMs ?? 500, this.opts.maxBackoffMs ?? 30_000, failures - 1),
-        this.stopController.signal,
+        retryAfterMs(error) ?? 0,
       );
+      return sleep(delay, this.stopController.signal);
+    };
     while (!this.stopping) {
       if (this.resourceVersion === undefined) {
         try {
@@ -140,30 +162,33 @@ export class ResilientInformer<T extends Named> {
         } catch (err) {
           if (this.stopping) break;
           failures++;
-          this.log.warn({ err: describeError(err), failures }, 'list failed; retrying with backoff');
-          await backoff();
+          this.log.warn({ err: describeError(err), failures, retryAfterMs: retryAfterMs(err) }, 'list failed; retrying with backoff');
+          await backoff(err);
           continue;
         }
       }
+      this.watching = false;
       const outcome = await this.watch();
+      this.watching = false;
       if (this.stopping) break;
       if (outcome.healthy) failures = 0;
       if (outcome.error !== undefined && isGone(outcome.error)) {
         this.log.info('resourceVersion expired; relisting');
         this.resourceVersion = undefined;
       } else if (outcome.error !== undefined) {
-        this.log.warn({ err: describeError(outcome.error) }, 'watch failed; restarting with backoff');
+        this.log.warn({ err: describeError(outcome.error), retryAfterMs: retryAfterMs(outcome.error) }, 'watch failed; restarting with backoff');
       }
       if (outcome.healthy && (outcome.error === undefined || isGone(outcome.error))) continue;
       failures++;
-      await backoff();
+      await backoff(outcome.error);
     }
   }
 
-  private async watch(): Promise<{ healthy: boolean; error?: unknown }> {
-    const started = Date.now();
+  private async watch(): Promise<WatchOutcome> {
+    let accepted: number | undefined;
     let events = 0;
     const timeoutSeconds = this.opts.watchTimeoutSeconds ?? 300;
+    const idleTimeoutMs = Math.min(this.opts.watchIdleTimeoutMs ?? 90_000, timeoutSeconds * 1000 + (this.opts.watchdogGraceMs ?? 30_000));
     const resourceVersion = this.resourceVersion ?? '';
     let error: unknown;
     try {
@@ -173,9 +198,13 @@ export class ResilientInformer<T extends Named> {
         labelSelector: this.opts.labelSelector,
         fieldSelector: this.opts.fieldSelector,
         timeoutSeconds,
-        idleTimeoutMs: timeoutSeconds * 1000 + (this.opts.watchdogGraceMs ?? 30_000),
+        idleTimeoutMs,
         signal: this.stopController.signal,
-        onConnected: () => this.log.debug({ resourceVersion }, 'watching'),
+        onConnected: () => {
+          accepted = performance.now();
+          this.watching = true;
+          this.log.debug({ resourceVersion }, 'watching');
+        },
         onEvent: (event) => {
           events++;
           this.applyWatchEvent(event);
@@ -184,7 +213,10 @@ export class ResilientInformer<T extends Named> {
     } catch (err) {
       error = err;
     }
-    return { healthy: events > 0 || Date.now() - started >= HEALTHY_WATCH_MS, error };
+    // A refused watch (429, 5xx, ...) is a failure however long the refusal took to arrive:
+    // only a watch the server accepted can count as healthy.
+    const healthy = accepted !== undefined && (events > 0 || performance.now() - accepted >= HEALTHY_WATCH_MS);
+    return { healthy, error };
   }
 
   private async relist(): Promise<void> {

@@ -8,7 +8,7 @@ import type { AppliedAcl } from '../../src/actuator/applied-state.js';
 import type { ClusterClient } from '../../src/actuator/cluster-client.js';
 import { storedCoverage, uncoveredPaths } from '../../src/actuator/combined-coverage.js';
 import { CombinedSyncer, combinedGateways, planCombinedWrites, type CombinedWrite } from '../../src/actuator/combined-syncer.js';
-import type { EnvoyFilterObject } from '../../src/gardener/objects.js';
+import type { EnvoyFilterObject, Extension } from '../../src/gardener/objects.js';
 import { combinedConnectPolicy, planCombinedConnectFilters } from '../../src/rbac/combined-connect-filters.js';
 import { testLogger } from '../kube/kube-test-helpers.js';
 import { DEFAULT_GATEWAY, ZONAL_GATEWAY, cidr, rule } from '../support/test-seed.js';
@@ -182,5 +182,80 @@ describe('combined filter write plan (add before remove)', () => {
       'combined CONNECT filters: the Extension, gateway Deployment and EnvoyFilter caches have not listed yet; nothing is written or deleted until they have',
     );
     expect(calls).toEqual([]);
+  });
+
+  it('a cache that has not shown our own writes yet causes no second write; a foreign delete after it is still repaired', async () => {
+    const calls: string[] = [];
+    let rv = 100;
+    const server: Store = new Map();
+    const client: ClusterClient = {
+      get: async () => undefined,
+      createIfAbsent: async () => undefined,
+      apply: async (obj) => {
+        calls.push(`apply ${obj.metadata.name}`);
+        rv++;
+        const stored = { ...(JSON.parse(JSON.stringify(obj)) as EnvoyFilterObject) };
+        stored.metadata = { ...stored.metadata, resourceVersion: String(rv) };
+        server.set(keyOf(stored), stored);
+        return { resourceVersion: String(rv) };
+      },
+      mergePatch: async () => undefined,
+      jsonPatch: async () => undefined,
+      patchStatus: async () => undefined,
+      delete: async (ref) => {
+        calls.push(`delete ${ref.name}`);
+        server.delete(`${ref.namespace ?? ''}/${ref.name}`);
+      },
+    };
+    const extensions = range(0, 3).map((acl) => ({
+      apiVersion: 'extensions.gardener.cloud/v1alpha1',
+      kind: 'Extension',
+      metadata: { name: 'acl', namespace: acl.technicalID },
+      spec: { type: 'acl' },
+      status: { state: { applied: { rule: { action: acl.rule.action, type: acl.rule.type, cidrs: ['203.0.0.0/24'] }, alwaysAllowed: ['10.250.0.0/16'], legacyProxyAllowed: [] } } },
+    })) as unknown as Extension[];
+    // The cache: a snapshot of the server taken only when the test says so, with its watch position.
+    let cache: EnvoyFilterObject[] = [];
+    let progress = '100';
+    const catchUp = () => {
+      cache = [...server.values()];
+      progress = String(rv);
+    };
+    let clock = 0;
+    const syncer = new CombinedSyncer({
+      client,
+      operator,
+      extensions: () => extensions,
+      gateways: () => GATEWAYS,
+      existing: () => cache,
+      cachesSynced: () => true,
+      cacheProgress: () => progress,
+      logger: testLogger(),
+      now: () => clock,
+    });
+    const first = await syncer.sync();
+    expect(first.applied).toBe(4); // 2 gateways x 2 ports, one shard each
+    calls.length = 0;
+    // The cache has not seen those writes: on main this wrote all four again.
+    expect(await syncer.sync()).toMatchObject({ applied: 0, deleted: 0, waitingForCache: true });
+    expect(calls).toEqual([]);
+    catchUp();
+    expect(await syncer.sync()).toMatchObject({ applied: 0, deleted: 0 });
+    expect(calls).toEqual([]);
+    // A foreign delete seen by the cache is repaired at once.
+    const [victim] = cache;
+    if (!victim) throw new Error('no stored filter');
+    server.delete(keyOf(victim));
+    catchUp();
+    await syncer.sync();
+    expect(calls).toEqual([`apply ${victim.metadata.name}`]);
+    // A cache that never catches up (a broken watch) delays the decision by at most the lag limit.
+    calls.length = 0;
+    server.delete(keyOf(victim));
+    cache = cache.filter((f) => keyOf(f) !== keyOf(victim));
+    expect((await syncer.sync()).waitingForCache).toBe(true);
+    clock += 10_001;
+    await syncer.sync();
+    expect(calls).toEqual([`apply ${victim.metadata.name}`]);
   });
 });

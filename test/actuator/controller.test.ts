@@ -211,6 +211,10 @@ describe('extension controller on a real kube-apiserver', () => {
     const secrets = (await listAll(cp.kubeConfig, `/api/v1/namespaces/${technicalID(D)}/secrets`)).items;
     expect(secrets).toHaveLength(1);
     expect(await policiesIn(ZONAL_GW.namespace)).toContain('shoot--q--d');
+    // Until every watch is open again a cache may lag what is stored; the controller then re-applies
+    // what it cannot see (no-ops on the server). Unchanged input means no write once caches follow.
+    await eventually('every cache watching again', () => controller.cachesWatching(), 60_000);
+    await settled('caches caught up');
     writes.length = 0;
     controller.resync();
     await settled('resync after restart');

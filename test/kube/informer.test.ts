@@ -299,6 +299,7 @@ function sendList(res: http.ServerResponse, resourceVersion: string, items: Reco
 
 function sendEvents(res: http.ServerResponse, events: unknown[], end: boolean): void {
   res.writeHead(200, { 'Content-Type': 'application/json' });
+  res.flushHeaders(); // an open watch with no event yet is still an accepted watch
   for (const e of events) res.write(`${JSON.stringify(e)}\n`);
   if (end) res.end();
 }
@@ -312,10 +313,12 @@ describe('ResilientInformer protocol cases (scripted server)', () => {
   /** An HTTP server answering with `handler`, and an informer of Extensions pointed at it. */
   async function scripted(handler: Handler, extra: Partial<ResilientInformerOptions<Extension>> = {}) {
     const requests: URL[] = [];
+    const timed: { url: URL; at: number }[] = [];
     const calls = { list: 0, watch: 0 };
     const server = http.createServer((req, res) => {
       const url = new URL(req.url ?? '/', 'http://scripted');
       requests.push(url);
+      timed.push({ url, at: Date.now() });
       if (url.searchParams.get('watch') === 'true') calls.watch++;
       else calls.list++;
       handler(url, res, calls);
@@ -342,7 +345,7 @@ describe('ResilientInformer protocol cases (scripted server)', () => {
       ...extra,
     });
     cleanups.push(() => informer.stop());
-    return { informer, rec, requests };
+    return { informer, rec, requests, timed };
   }
 
   it('410 in the watch stream relists and diffs: delete for gone, update for changed, nothing for unchanged', async () => {
@@ -432,6 +435,71 @@ describe('ResilientInformer protocol cases (scripted server)', () => {
     expect(informer.list().map((e) => e.metadata.name)).toEqual(['a']);
     expect(informer.get('a', 'ns')?.metadata.resourceVersion).toBe('1');
     expect(rec.events.map((e) => `${e.event} ${e.name}`)).toEqual(['add a']);
+  });
+
+  /** Watch requests the scripted server received, as ms since `t0`. */
+  const watchTimes = (requests: readonly { url: URL; at: number }[], t0: number) =>
+    requests.filter((r) => r.url.searchParams.get('watch') === 'true').map((r) => r.at - t0);
+
+  it('a slow 5xx answer to a watch never counts as a healthy watch: the backoff keeps growing (issue 10 point 7)', async () => {
+    const { informer, timed } = await scripted(
+      (url, res) => {
+        if (url.searchParams.get('watch') !== 'true') return sendList(res, '1', [ext('a', '1')]);
+        // Refused after 1.1 s: on main this counted as a healthy watch and reset the backoff.
+        setTimeout(() => {
+          res.writeHead(503, { 'Content-Type': 'application/json' });
+          res.end(JSON.stringify({ kind: 'Status', code: 503, message: 'slow refusal' }));
+        }, 1_100);
+      },
+      { initialBackoffMs: 400, maxBackoffMs: 10_000 },
+    );
+    const t0 = Date.now();
+    await informer.start();
+    await sleep(9_000);
+    const starts = watchTimes(timed, t0);
+    const gaps = starts.slice(1).map((t, i) => t - (starts[i] ?? 0) - 1_100);
+    // Backoffs 200-400, 400-800, 800-1600, 1600-3200 ms: each gap at least the previous lower bound doubled.
+    expect(gaps.length).toBeGreaterThanOrEqual(3);
+    expect(gaps.length).toBeLessThanOrEqual(4);
+    expect(gaps[2]).toBeGreaterThanOrEqual(800 - 50);
+  }, 20_000);
+
+  it('honours Retry-After of a 429 on list and watch: never sooner than the server asked', async () => {
+    const { informer, timed } = await scripted(
+      (url, res, calls) => {
+        const tooMany = () => {
+          res.writeHead(429, { 'Content-Type': 'application/json', 'Retry-After': '2' });
+          res.end(JSON.stringify({ kind: 'Status', code: 429, reason: 'TooManyRequests', message: 'storage is (re)initializing' }));
+        };
+        if (url.searchParams.get('watch') !== 'true') return calls.list === 1 ? tooMany() : sendList(res, '1', [ext('a', '1')]);
+        return tooMany();
+      },
+      { initialBackoffMs: 10, maxBackoffMs: 100 },
+    );
+    const t0 = Date.now();
+    await informer.start();
+    const listed = Date.now() - t0;
+    expect(listed).toBeGreaterThanOrEqual(2_000 - 20);
+    await sleep(6_500);
+    const starts = watchTimes(timed, t0);
+    // First watch right after the list, then one per 2 s at most, although the backoff alone is ≤ 100 ms.
+    expect(starts.length).toBeGreaterThanOrEqual(3);
+    expect(starts.length).toBeLessThanOrEqual(4);
+    for (let i = 1; i < starts.length; i++) expect((starts[i] ?? 0) - (starts[i - 1] ?? 0)).toBeGreaterThanOrEqual(2_000 - 20);
+  }, 20_000);
+
+  it('an accepted but silent watch is failed after watchIdleTimeoutMs, well before the server-side timeout', async () => {
+    const { informer, timed } = await scripted(
+      (url, res) => {
+        if (url.searchParams.get('watch') !== 'true') return sendList(res, '1', [ext('a', '1')]);
+        sendEvents(res, [], false); // accepted, then nothing: a half-open connection looks like this
+      },
+      { watchTimeoutSeconds: 300, watchIdleTimeoutMs: 500, initialBackoffMs: 10, maxBackoffMs: 20 },
+    );
+    const t0 = Date.now();
+    await informer.start();
+    await eventually('second watch', () => watchTimes(timed, t0).length >= 2, 5_000);
+    expect(informer.isWatching()).toBe(true);
   });
 
   it('stop() before the first successful list rejects start()', async () => {
