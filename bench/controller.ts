@@ -1,15 +1,23 @@
 // Starts a real kube-apiserver, creates N ACL shoots (default 1,000) on a seed with two gateways,
 // then starts `gardener-acl controller` as its own process from a cold cache and prints the time
 // until every Extension is reconciled and the combined filters hold every shoot, the API writes
-// per shoot (from the controller's own metrics), its RSS, and the writes of an unchanged resync.
+// per shoot (from the controller's own metrics), its RSS, and the writes of an unchanged resync;
+// then the repair time after foreign deletes of a combined filter and of a ManagedResource (p50 and
+// max over 20 tries), the time from a new ACL shoot to protected on all paths, and the request
+// rate the controller sends during a 60 s storm of `429 Retry-After: 5` (its API traffic goes
+// through test/support/api-fault-proxy.ts).
 // usage: KUBE_ASSETS=$(bash scripts/setup-kube.sh | tail -1) npx tsx bench/controller.ts [shoots]
 import { spawn } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { listAll } from '../src/kube/list-watch.js';
 import { withApiRetry } from './api-retry.js';
+import { deleteObject, getObject, type ObjectRef } from '../src/kube/objects-client.js';
+import { MANAGED_RESOURCE_NAME } from '../src/actuator/managed-resource.js';
 import { startWithCRDs } from '../test/kube/kube-test-helpers.js';
+import { startApiFaultProxy } from '../test/support/api-fault-proxy.js';
 import { DEFAULT_GW, ZONAL_GW, allowRule, createSeed, technicalID, type ShootFixture } from '../test/actuator/seed-fixture.js';
 
 const SHOOTS = Number(process.argv[2] ?? 1000);
@@ -52,10 +60,30 @@ function writesByKind(text: string): Record<string, number> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+const TRIES = 20;
+const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+function summary(samples: readonly number[]): string {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return `p50 ${seconds(sorted[Math.floor(sorted.length / 2)] ?? NaN)}, max ${seconds(sorted[sorted.length - 1] ?? NaN)} (${sorted.length} tries)`;
+}
+
+/** Polls `probe` every 50 ms until it holds; the time it took, or undefined after `limitMs`. */
+async function timeUntil(probe: () => Promise<boolean>, limitMs = 60_000): Promise<number | undefined> {
+  const start = performance.now();
+  while (performance.now() - start < limitMs) {
+    if (await probe().catch(() => false)) return performance.now() - start;
+    await sleep(50);
+  }
+  return undefined;
+}
+
 async function main(): Promise<void> {
   const cp = await startWithCRDs([]);
   const controllerProcess: { kill?: () => void } = {};
+  const proxy = await startApiFaultProxy(cp);
   try {
+    const proxyKubeconfig = `${cp.dir}/via-fault-proxy.kubeconfig`;
+    await writeFile(proxyKubeconfig, proxy.kubeConfigVia(cp.kubeConfig).exportConfig(), { mode: 0o600 });
     const shoots: ShootFixture[] = Array.from({ length: SHOOTS }, (_, i) => ({
       project: `p${i % 50}`,
       name: `s${i}`,
@@ -72,7 +100,7 @@ async function main(): Promise<void> {
     const start = Date.now();
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', path.join(ROOT, 'src/cli/main.ts'), 'controller', '--kubeconfig', cp.kubeconfigPath, '--leader-elect', 'false', '--probe-port', String(port), '--combined-min-interval', '0s', '--resync-period', '20s', '--log-level', 'warn'],
+      ['--import', 'tsx', path.join(ROOT, 'src/cli/main.ts'), 'controller', '--kubeconfig', proxyKubeconfig, '--leader-elect', 'false', '--probe-port', String(port), '--combined-min-interval', '0s', '--resync-period', '20s', '--log-level', 'warn'],
       { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] },
     );
     controllerProcess.kill = () => child.kill('SIGTERM');
@@ -108,7 +136,60 @@ async function main(): Promise<void> {
     const afterResync = writesByKind(await metrics());
     const resyncWrites = Object.entries(afterResync).reduce((sum, [k, v]) => sum + v - (writes[k] ?? 0), 0);
     console.log(`writes during an unchanged full resync: ${resyncWrites}`);
+
+    // Repair of foreign deletes, judged on what the API server stores.
+    const kc = cp.kubeConfig;
+    const combinedRefs = (await withApiRetry('list combined filters', () => listAll(kc, '/apis/networking.istio.io/v1alpha3/envoyfilters', { labelSelector: 'acl.gardener.cloud/role=connect' }))).items.map(
+      (f) => ({ apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name: String((f.metadata as { name: string }).name), namespace: String((f.metadata as { namespace: string }).namespace) }) satisfies ObjectRef,
+    );
+    const repair = async (what: string, refs: readonly ObjectRef[]): Promise<void> => {
+      const samples: number[] = [];
+      let lost = 0;
+      for (let i = 0; i < TRIES; i++) {
+        const ref = refs[(i * 7) % refs.length];
+        if (!ref) break;
+        const before = await getObject(kc, ref);
+        await deleteObject(kc, ref, true);
+        const took = await timeUntil(async () => {
+          const now = await getObject(kc, ref);
+          return now !== undefined && (now['metadata'] as { uid?: string }).uid !== (before?.['metadata'] as { uid?: string } | undefined)?.uid;
+        }, 30_000);
+        if (took === undefined) lost++;
+        else samples.push(took);
+      }
+      console.log(`repair after a foreign delete of ${what}: ${samples.length ? summary(samples) : 'never'}${lost ? `; ${lost} not repaired within 30 s` : ''}`);
+    };
+    await repair('a combined CONNECT filter', combinedRefs);
+    await repair(
+      'a ManagedResource',
+      shoots.map((sh) => ({ apiVersion: 'resources.gardener.cloud/v1alpha1', kind: 'ManagedResource', name: MANAGED_RESOURCE_NAME, namespace: technicalID(sh) })),
+    );
+
+    // A new ACL shoot: time until its ManagedResource exists and its policy is in every combined filter set.
+    const fresh: ShootFixture = { project: 'bench', name: 'fresh', providerConfig: allowRule('192.0.2.0/24'), gateway: ZONAL_GW };
+    const created = performance.now();
+    await withApiRetry('create fresh shoot', () => createSeed(kc, [], [fresh]));
+    const protectedAfter = await timeUntil(async () => {
+      const mr = await getObject(kc, { apiVersion: 'resources.gardener.cloud/v1alpha1', kind: 'ManagedResource', name: MANAGED_RESOURCE_NAME, namespace: technicalID(fresh) });
+      const combined = (await listAll(kc, '/apis/networking.istio.io/v1alpha3/envoyfilters', { labelSelector: 'acl.gardener.cloud/role=connect' })).items;
+      const holding = combined.filter((f) => JSON.stringify(f).includes(`"${technicalID(fresh)}"`)).map((f) => `${(f.metadata as { namespace: string }).namespace}/${String((f.metadata as { name: string }).name).split('-')[2]}`);
+      return mr !== undefined && new Set(holding).size === 4; // 2 gateways x 2 ports
+    });
+    console.log(`new ACL shoot to protected on all paths (ManagedResource + combined filters on 2 gateways x 2 ports): ${protectedAfter === undefined ? 'not within 60 s' : seconds(performance.now() - created)}`);
+
+    // A 60 s storm of 429s: the controller's request rate must fall to about one per Retry-After per informer.
+    proxy.setMode({ kind: 'throttle', retryAfterSeconds: 5 });
+    const stormStart = performance.now();
+    await sleep(60_000);
+    proxy.setMode({ kind: 'forward' });
+    const inStorm = proxy.requests.filter((r) => r.at >= stormStart && r.at < stormStart + 60_000);
+    const rate = (from: number, to: number) => inStorm.filter((r) => r.at >= stormStart + from * 1000 && r.at < stormStart + to * 1000).length / (to - from);
+    console.log(
+      `requests/s during a 60 s storm of 429 Retry-After 5 s: first 10 s ${rate(0, 10).toFixed(1)}, last 30 s ${rate(30, 60).toFixed(1)} ` +
+        `(8 informers at one request per Retry-After would be ${(8 / 5).toFixed(1)}); ${inStorm.length} requests in all`,
+    );
   } finally {
+    await proxy.close();
     controllerProcess.kill?.();
     await cp.stop();
   }

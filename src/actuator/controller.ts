@@ -1,6 +1,6 @@
 // Wires informers, the work queue and the reconcilers into the running extension controller.
 // Keys: `ext:<namespace>/<name>` for one Extension, `combined` for the seed-wide CONNECT filters.
-import type { KubeConfig } from '@kubernetes/client-node';
+import { ApiException, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import type { GatewayWorkload } from '../acl/model.js';
@@ -25,6 +25,7 @@ import {
 } from '../gardener/objects.js';
 import { WATCHED } from '../gardener/watched-resources.js';
 import { EXTENSION_TYPE, seedGatewayWorkloads, type SeedInventory } from '../gardener/seed-acl.js';
+import { describeError, retryAfterMs } from '../kube/errors.js';
 import { ResilientInformer } from '../kube/informer.js';
 import { createWorkQueueMetrics } from '../kube/metrics.js';
 import { WorkQueue } from '../kube/work-queue.js';
@@ -283,8 +284,10 @@ export class AclController {
         this.reconcileErrors.inc({ controller });
         this.reconcileTotal.inc({ controller, result: 'error' });
         const shoot = key.startsWith(EXT_PREFIX) ? key.slice(EXT_PREFIX.length).split('/')[0] : undefined;
-        this.options.logger.error({ err: error, key, ...(shoot ? { shoot } : {}) }, 'reconcile failed; retrying with backoff');
-        this.queue.addRateLimited(key);
+        // An API error's own message carries headers and body; one line says what matters.
+        const err = error instanceof ApiException ? describeError(error) : error;
+        this.options.logger.error({ err, key, ...(shoot ? { shoot } : {}) }, 'reconcile failed; retrying with backoff');
+        this.queue.addRateLimited(key, retryAfterMs(error) ?? 0);
       } finally {
         end();
         this.inFlight--;

@@ -13,9 +13,11 @@
 //   less than a `Retry-After` the server sent; only a watch that was ACCEPTED (2xx) and then ran
 //   for a while or delivered events resets the backoff — a 429 or 5xx, however slow, never does;
 // - the server ends each watch after timeoutSeconds (clean re-watch from the last
-//   resourceVersion, no relist); a watchdog fails a watch silent for longer than
-//   watchIdleTimeoutMs (half-open TCP connections). The API server's watch cache sends every
-//   watcher a BOOKMARK about once a minute, so a healthy idle watch is never silent for long;
+//   resourceVersion, no relist); a watchdog ends a watch silent for longer than
+//   watchIdleTimeoutMs (90 s; a half-open TCP connection is silent forever) and re-opens it from
+//   its resourceVersion. The API server sends bookmarks while the cluster's resourceVersion
+//   moves (about once a minute on a busy seed), but may send none for minutes in a quiet
+//   cluster (seen: one in 290 s), so silence costs one watch request, not a backoff or a relist;
 // - 410 Gone relists; the relist is diffed against the cache: `delete` for objects gone,
 //   `add` only for objects not cached, `update` only when resourceVersion changed.
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -23,7 +25,7 @@ import type { Logger } from 'pino';
 
 import { jitteredDelay, sleep } from './backoff.js';
 import { describeError, isGone, retryAfterMs } from './errors.js';
-import { listAll, watchOnce, type WatchObjectEvent } from './list-watch.js';
+import { WatchSilentError, listAll, watchOnce, type WatchObjectEvent } from './list-watch.js';
 import { objectKey, objectMetadataSchema } from './object-json.js';
 
 export type ChangeEvent = 'add' | 'update' | 'delete';
@@ -47,8 +49,8 @@ export interface ResilientInformerOptions<T> {
   /** Watchdog grace beyond watchTimeoutSeconds (default 30 s). */
   watchdogGraceMs?: number;
   /**
-   * A watch silent for this long is failed and restarted (default 90 s: bookmarks arrive about
-   * every 60 s, plus grace). Never more than watchTimeoutSeconds + watchdogGraceMs.
+   * A watch silent for this long is ended and re-opened (default 90 s: on a busy seed bookmarks
+   * arrive about every 60 s). Never more than watchTimeoutSeconds + watchdogGraceMs.
    */
   watchIdleTimeoutMs?: number;
   /** Backoff after failures (defaults 500 ms → 30 s). */
@@ -172,13 +174,18 @@ export class ResilientInformer<T extends Named> {
       this.watching = false;
       if (this.stopping) break;
       if (outcome.healthy) failures = 0;
+      // An accepted watch that fell silent is re-opened at once from its resourceVersion: in a
+      // quiet cluster the API server may send no bookmark for minutes, so silence alone is no failure.
+      const quietEnd = outcome.healthy && outcome.error instanceof WatchSilentError;
       if (outcome.error !== undefined && isGone(outcome.error)) {
         this.log.info('resourceVersion expired; relisting');
         this.resourceVersion = undefined;
+      } else if (quietEnd) {
+        this.log.debug({ err: describeError(outcome.error) }, 'watch silent; re-opening it from its resourceVersion');
       } else if (outcome.error !== undefined) {
         this.log.warn({ err: describeError(outcome.error), retryAfterMs: retryAfterMs(outcome.error) }, 'watch failed; restarting with backoff');
       }
-      if (outcome.healthy && (outcome.error === undefined || isGone(outcome.error))) continue;
+      if (outcome.healthy && (outcome.error === undefined || isGone(outcome.error) || quietEnd)) continue;
       failures++;
       await backoff(outcome.error);
     }

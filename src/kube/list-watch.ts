@@ -134,6 +134,11 @@ export async function watchOnce(kc: KubeConfig, options: WatchOptions): Promise<
   }
 }
 
+/** A watch that received nothing for its idle timeout (a half-open connection looks like this). */
+export class WatchSilentError extends Error {
+  override readonly name = 'WatchSilentError';
+}
+
 function consumeEvents(res: http.IncomingMessage, options: WatchOptions): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     let settled = false;
@@ -149,7 +154,7 @@ function consumeEvents(res: http.IncomingMessage, options: WatchOptions): Promis
     const failed = (err: unknown) => finish(options.signal.aborted ? options.signal.reason : err);
     const armWatchdog = () =>
       setTimeout(
-        () => finish(new Error(`watch ${options.path}: nothing received for ${options.idleTimeoutMs} ms`)),
+        () => finish(new WatchSilentError(`watch ${options.path}: nothing received for ${options.idleTimeoutMs} ms`)),
         options.idleTimeoutMs,
       );
     let watchdog = armWatchdog();

@@ -16,6 +16,7 @@ import https from 'node:https';
 import { ApiException, type KubeConfig } from '@kubernetes/client-node';
 
 import { linkedAbort } from './abort.js';
+import { ServerPushback } from './server-pushback.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 export type QueryValue = string | number | boolean | undefined;
@@ -40,6 +41,17 @@ interface Agents {
   https: https.Agent;
 }
 const agentsByConfig = new WeakMap<KubeConfig, Agents>();
+const pushbackByConfig = new WeakMap<KubeConfig, ServerPushback>();
+
+/** The shared Retry-After gate of everything this process sends with `kc` (watches excepted). */
+export function serverPushback(kc: KubeConfig): ServerPushback {
+  let gate = pushbackByConfig.get(kc);
+  if (!gate) {
+    gate = new ServerPushback();
+    pushbackByConfig.set(kc, gate);
+  }
+  return gate;
+}
 
 function agentsFor(kc: KubeConfig): Agents {
   let agents = agentsByConfig.get(kc);
@@ -151,15 +163,27 @@ export async function openResponse(kc: KubeConfig, req: RestRequest): Promise<ht
 /**
  * One JSON request with a deadline covering headers and body. Resolves with the parsed body
  * (undefined when empty). Errors: ApiException for HTTP errors, TimeoutError/AbortError otherwise.
+ * While the server asks this process to wait (429/503 with Retry-After), the request waits first.
  */
 export async function restRequest(
   kc: KubeConfig,
   req: RestRequest & { timeoutMs?: number },
 ): Promise<unknown> {
   const deadline = linkedAbort(req.signal, req.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
+  const gate = serverPushback(kc);
   try {
-    const res = await openResponse(kc, { ...req, signal: deadline.signal });
-    return parseJson(await readText(res));
+    // The wait for a server-requested pause counts against the request's deadline.
+    const ticket = await gate.enter(deadline.signal);
+    let failure: unknown;
+    try {
+      const res = await openResponse(kc, { ...req, signal: deadline.signal });
+      return parseJson(await readText(res));
+    } catch (error) {
+      failure = error;
+      throw error;
+    } finally {
+      gate.settle(ticket, failure);
+    }
   } finally {
     deadline.release();
   }

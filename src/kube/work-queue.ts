@@ -73,10 +73,11 @@ export class WorkQueue {
     this.armParkTimer();
   }
 
-  addRateLimited(key: string): void {
+  /** Retries the key after its backoff, and never sooner than `minDelayMs` (a server's Retry-After). */
+  addRateLimited(key: string, minDelayMs = 0): void {
     if (this.shuttingDown) return;
     this.metrics?.retries(this.name);
-    this.addAfter(key, this.limiter.when(key));
+    this.addAfter(key, Math.max(minDelayMs, this.limiter.when(key)));
   }
 
   forget(key: string): void {

@@ -494,11 +494,16 @@ describe('ResilientInformer protocol cases (scripted server)', () => {
         if (url.searchParams.get('watch') !== 'true') return sendList(res, '1', [ext('a', '1')]);
         sendEvents(res, [], false); // accepted, then nothing: a half-open connection looks like this
       },
-      { watchTimeoutSeconds: 300, watchIdleTimeoutMs: 500, initialBackoffMs: 10, maxBackoffMs: 20 },
+      { watchTimeoutSeconds: 300, watchIdleTimeoutMs: 1_200, initialBackoffMs: 2_000, maxBackoffMs: 4_000 },
     );
     const t0 = Date.now();
     await informer.start();
     await eventually('second watch', () => watchTimes(timed, t0).length >= 2, 5_000);
+    const starts = watchTimes(timed, t0);
+    // Re-opened at once from the resourceVersion: no backoff, no relist.
+    expect((starts[1] ?? 0) - (starts[0] ?? 0)).toBeLessThan(1_200 + 300);
+    expect(timed.filter((r) => r.url.searchParams.get('watch') !== 'true')).toHaveLength(1);
+    expect(timed.filter((r) => r.url.searchParams.get('watch') === 'true').map((r) => r.url.searchParams.get('resourceVersion'))).toEqual(starts.map(() => '1'));
     expect(informer.isWatching()).toBe(true);
   });
 
