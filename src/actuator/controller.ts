@@ -27,6 +27,7 @@ import { WATCHED } from '../gardener/watched-resources.js';
 import { EXTENSION_TYPE, seedGatewayWorkloads, type SeedInventory } from '../gardener/seed-acl.js';
 import { describeError, retryAfterMs } from '../kube/errors.js';
 import { ResilientInformer } from '../kube/informer.js';
+import { kubeObjectJsonSchema, type KubeObjectJson } from '../kube/object-json.js';
 import { createWorkQueueMetrics } from '../kube/metrics.js';
 import { WorkQueue } from '../kube/work-queue.js';
 import { MANAGED_BY, MANAGED_BY_LABEL, ROLE_LABEL } from '../rbac/envoy-filter-types.js';
@@ -74,6 +75,7 @@ export class AclController {
     services: ResilientInformer<Service>;
     configMaps: ResilientInformer<ConfigMap>;
     envoyFilters: ResilientInformer<EnvoyFilterObject>;
+    managedResources: ResilientInformer<KubeObjectJson>;
   };
   private readonly reconciler: ShootReconciler;
   private readonly combined: CombinedSyncer;
@@ -123,6 +125,14 @@ export class AclController {
         (raw) => envoyFilterObjectSchema.safeParse(raw).data,
         () => this.queue.add(COMBINED_KEY),
         `${MANAGED_BY_LABEL}=${MANAGED_BY},${ROLE_LABEL}=connect`,
+      ),
+      // Any change to our ManagedResources (a foreign delete or edit, the resource manager's
+      // status) makes the shoot converge again on what is stored.
+      managedResources: informer(
+        WATCHED.managedResources.path,
+        (raw) => kubeObjectJsonSchema.safeParse(raw).data,
+        (_e, mr) => this.enqueueNamespace(mr.metadata.namespace ?? ''),
+        WATCHED.managedResources.labelSelector,
       ),
     };
 

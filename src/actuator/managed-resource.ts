@@ -1,7 +1,15 @@
 // The per-shoot EnvoyFilters travel in a ManagedResource of class `seed` in the shoot namespace,
 // applied by gardener-resource-manager. Its Secret is immutable and named by content hash, so an
 // unchanged rendering names the same Secret and nothing is written.
+//
+// The Secret carries `resources.gardener.cloud/garbage-collectable-reference`, so the resource
+// manager's garbage collector deletes it once nothing references it (that also removes a previous
+// Secret left behind by a crash between the apply and the delete). The collector counts as
+// references only `reference.resources.gardener.cloud/<kind>-<first 8 hex of sha256(name)>`
+// annotations (gardener pkg/resourcemanager/controller/garbagecollector/references): without it
+// the Secret of a live ManagedResource is collected and the filters stop being applied.
 import { createHash } from 'node:crypto';
+import { z } from 'zod';
 import type { GeneratedEnvoyFilter } from '../rbac/envoy-filter-types.js';
 import { MANAGED_BY, MANAGED_BY_LABEL } from '../rbac/envoy-filter-types.js';
 import { toYamlDocuments } from '../render/yaml-documents.js';
@@ -21,20 +29,28 @@ export interface ManagedResourceObjects {
   readonly managedResource: {
     readonly apiVersion: 'resources.gardener.cloud/v1alpha1';
     readonly kind: 'ManagedResource';
-    readonly metadata: { readonly name: string; readonly namespace: string; readonly labels: Record<string, string> };
+    readonly metadata: { readonly name: string; readonly namespace: string; readonly labels: Record<string, string>; readonly annotations: Record<string, string> };
     readonly spec: { readonly class: 'seed'; readonly secretRefs: readonly { readonly name: string }[]; readonly keepObjects: false };
   };
 }
 
+const sha256Hex8 = (text: string): string => createHash('sha256').update(text).digest('hex').slice(0, 8);
+
+/** The annotation by which the resource manager's garbage collector sees that `secretName` is in use. */
+export function secretReferenceAnnotation(secretName: string): [string, string] {
+  return [`reference.resources.gardener.cloud/secret-${sha256Hex8(secretName)}`, secretName];
+}
+
 export function managedResourceObjects(namespace: string, filters: readonly GeneratedEnvoyFilter[]): ManagedResourceObjects {
   const manifest = toYamlDocuments(filters);
-  const hash = createHash('sha256').update(manifest).digest('hex').slice(0, 8);
+  const secretName = `managedresource-${MANAGED_RESOURCE_NAME}-${sha256Hex8(manifest)}`;
   const labels = { [MANAGED_BY_LABEL]: MANAGED_BY };
+  const [refKey, refValue] = secretReferenceAnnotation(secretName);
   return {
     secret: {
       apiVersion: 'v1',
       kind: 'Secret',
-      metadata: { name: `managedresource-${MANAGED_RESOURCE_NAME}-${hash}`, namespace, labels: { ...labels, 'resources.gardener.cloud/garbage-collectable-reference': 'true' } },
+      metadata: { name: secretName, namespace, labels: { ...labels, 'resources.gardener.cloud/garbage-collectable-reference': 'true' } },
       immutable: true,
       type: 'Opaque',
       data: { [DATA_KEY]: Buffer.from(manifest).toString('base64') },
@@ -42,10 +58,45 @@ export function managedResourceObjects(namespace: string, filters: readonly Gene
     managedResource: {
       apiVersion: 'resources.gardener.cloud/v1alpha1',
       kind: 'ManagedResource',
-      metadata: { name: MANAGED_RESOURCE_NAME, namespace, labels },
-      spec: { class: 'seed', secretRefs: [{ name: `managedresource-${MANAGED_RESOURCE_NAME}-${hash}` }], keepObjects: false },
+      metadata: { name: MANAGED_RESOURCE_NAME, namespace, labels, annotations: { [refKey]: refValue } },
+      spec: { class: 'seed', secretRefs: [{ name: secretName }], keepObjects: false },
     },
   };
+}
+
+const storedManagedResourceSchema = z.object({
+  metadata: z.object({ labels: z.record(z.string(), z.string()).optional(), annotations: z.record(z.string(), z.string()).optional() }),
+  spec: z.object({ class: z.string().optional(), secretRefs: z.array(z.object({ name: z.string() })).optional(), keepObjects: z.boolean().optional() }).optional(),
+  status: z.object({ conditions: z.array(z.object({ type: z.string(), status: z.string() })).optional() }).optional(),
+});
+
+export interface StoredManagedResourceCheck {
+  /** The stored object already says what `desired` says (spec, our labels, the reference annotation). */
+  readonly upToDate: boolean;
+  /** The resource manager reports that it could not apply it (for example its Secret is gone). */
+  readonly notApplied: boolean;
+  /** Secrets the stored object references that `desired` no longer does. */
+  readonly previousSecrets: readonly string[];
+}
+
+/** Compares a stored ManagedResource (raw JSON, or undefined when absent) with the desired one. */
+export function checkStoredManagedResource(stored: unknown, desired: ManagedResourceObjects['managedResource']): StoredManagedResourceCheck {
+  const parsed = storedManagedResourceSchema.safeParse(stored);
+  if (stored === undefined || !parsed.success) return { upToDate: false, notApplied: false, previousSecrets: [] };
+  const { metadata, spec, status } = parsed.data;
+  const refs = (spec?.secretRefs ?? []).map((r) => r.name);
+  const wanted = desired.spec.secretRefs.map((r) => r.name);
+  const has = (actual: Record<string, string> | undefined, expected: Record<string, string>) =>
+    Object.entries(expected).every(([k, v]) => actual?.[k] === v);
+  const upToDate =
+    spec?.class === desired.spec.class &&
+    spec.keepObjects === desired.spec.keepObjects &&
+    refs.length === wanted.length &&
+    refs.every((r, i) => r === wanted[i]) &&
+    has(metadata.labels, desired.metadata.labels) &&
+    has(metadata.annotations, desired.metadata.annotations);
+  const notApplied = (status?.conditions ?? []).some((c) => c.type === 'ResourcesApplied' && c.status === 'False');
+  return { upToDate, notApplied, previousSecrets: refs.filter((r) => !wanted.includes(r)) };
 }
 
 /** The manifests inside a ManagedResource Secret's data (for the resource-manager stand-in and tests). */

@@ -25,7 +25,7 @@ import {
   operationType,
   type OperationType,
 } from './extension-contract.js';
-import { MANAGED_RESOURCE_NAME, managedResourceObjects } from './managed-resource.js';
+import { MANAGED_RESOURCE_NAME, checkStoredManagedResource, managedResourceObjects } from './managed-resource.js';
 
 export interface ShootReconcilerDeps {
   readonly client: ClusterClient;
@@ -175,16 +175,20 @@ export class ShootReconciler {
     if (previous !== description) await this.deps.warn(ext, configuration ? 'InvalidACL' : 'ACLNotApplied', description);
   }
 
-  /** Writes the ManagedResource only when its content (named by hash) differs. */
+  /**
+   * Converges the stored ManagedResource on the desired one: written when it is missing or differs
+   * in anything we set (a foreign edit or delete comes back), its Secret created again when the
+   * resource manager reports it could not apply it (a deleted Secret). Unchanged: no write.
+   */
   private async writeManagedResource(namespace: string, filters: Parameters<typeof managedResourceObjects>[1]): Promise<void> {
     const { client } = this.deps;
     const desired = managedResourceObjects(namespace, filters);
-    const current = await client.get(MR_REF(namespace));
-    const currentRefs = ((current?.['spec'] as { secretRefs?: { name: string }[] } | undefined)?.secretRefs ?? []).map((r) => r.name);
-    if (currentRefs.length === 1 && currentRefs[0] === desired.secret.metadata.name) return;
+    const check = checkStoredManagedResource(await client.get(MR_REF(namespace)), desired.managedResource);
+    if (check.upToDate && !check.notApplied) return;
+    // Add before remove: the new Secret exists before the ManagedResource names it.
     await client.createIfAbsent(desired.secret);
-    await client.apply(desired.managedResource);
-    for (const old of currentRefs.filter((n) => n !== desired.secret.metadata.name)) {
+    if (!check.upToDate) await client.apply(desired.managedResource);
+    for (const old of check.previousSecrets) {
       await client.delete({ apiVersion: 'v1', kind: 'Secret', name: old, namespace });
     }
   }

@@ -9,4 +9,6 @@ export const WATCHED = {
   gatewayServices: { path: '/api/v1/services', labelSelector: 'app=istio-ingressgateway' },
   kubeSystemConfigMaps: { path: '/api/v1/namespaces/kube-system/configmaps' },
   envoyFilters: { path: '/apis/networking.istio.io/v1alpha3/envoyfilters' },
+  // Only the controller's own (labelled): a foreign delete or edit is repaired at once.
+  managedResources: { path: '/apis/resources.gardener.cloud/v1alpha1/managedresources', labelSelector: 'app.kubernetes.io/managed-by=gardener-acl' },
 } as const;

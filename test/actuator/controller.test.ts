@@ -1,5 +1,6 @@
 // The extension controller against a real kube-apiserver: everything is asserted through objects
 // the API server stored, and every write the controller sends is counted.
+import { createHash } from 'node:crypto';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
@@ -104,6 +105,48 @@ describe('extension controller on a real kube-apiserver', () => {
     writes.length = 0;
     controller.resync();
     await settled('resync');
+    expect(writes).toEqual([]);
+  });
+
+  it('the ManagedResource names its Secret in the reference annotation the resource manager’s garbage collector honours', async () => {
+    const mr = await getObject(cp.kubeConfig, mrRef(technicalID(A)));
+    const secret = ((mr?.['spec'] as { secretRefs: { name: string }[] }).secretRefs[0] ?? { name: '' }).name;
+    const key = `reference.resources.gardener.cloud/secret-${createHash('sha256').update(secret).digest('hex').slice(0, 8)}`;
+    expect((mr?.['metadata'] as { annotations?: Record<string, string> }).annotations?.[key]).toBe(secret);
+  });
+
+  it('a foreign delete or edit of a ManagedResource is repaired without a resync', async () => {
+    await settled('before foreign writes');
+    const before = await getObject(cp.kubeConfig, mrRef(technicalID(A)));
+    const spec = (o: Record<string, unknown> | undefined) => JSON.stringify(o?.['spec']);
+    await deleteObject(cp.kubeConfig, mrRef(technicalID(A)));
+    await eventually('ManagedResource recreated', async () => spec(await getObject(cp.kubeConfig, mrRef(technicalID(A)))) === spec(before), 10_000);
+    await mergePatch(cp.kubeConfig, mrRef(technicalID(A)), { spec: { secretRefs: [{ name: 'someone-elses' }] }, metadata: { labels: { 'app.kubernetes.io/managed-by': null } } });
+    await eventually('ManagedResource edit reverted', async () => {
+      const mr = await getObject(cp.kubeConfig, mrRef(technicalID(A)));
+      return spec(mr) === spec(before) && (mr?.['metadata'] as { labels?: Record<string, string> }).labels?.['app.kubernetes.io/managed-by'] === 'gardener-acl';
+    }, 10_000);
+  });
+
+  it('a deleted ManagedResource Secret is created again once the resource manager reports it could not apply', async () => {
+    await settled('before secret delete');
+    const mr = await getObject(cp.kubeConfig, mrRef(technicalID(A)));
+    const secret: ObjectRef = { apiVersion: 'v1', kind: 'Secret', name: ((mr?.['spec'] as { secretRefs: { name: string }[] }).secretRefs[0] ?? { name: '' }).name, namespace: technicalID(A) };
+    const data = (await getObject(cp.kubeConfig, secret))?.['data'];
+    await deleteObject(cp.kubeConfig, secret);
+    // What gardener-resource-manager writes when it cannot read a referenced Secret.
+    await patchStatus(cp.kubeConfig, mrRef(technicalID(A)), {
+      conditions: [{ type: 'ResourcesApplied', status: 'False', reason: 'CannotReadSecret', message: `secrets "${secret.name}" not found`, lastTransitionTime: new Date().toISOString(), lastUpdateTime: new Date().toISOString() }],
+    });
+    await eventually('Secret recreated', async () => JSON.stringify((await getObject(cp.kubeConfig, secret))?.['data']) === JSON.stringify(data), 10_000);
+    // The resource manager applies it again and says so; from then on nothing is written.
+    await patchStatus(cp.kubeConfig, mrRef(technicalID(A)), {
+      conditions: [{ type: 'ResourcesApplied', status: 'True', reason: 'ApplySucceeded', message: 'All resources are applied.', lastTransitionTime: new Date().toISOString(), lastUpdateTime: new Date().toISOString() }],
+    });
+    await settled('after the resource manager applied again');
+    writes.length = 0;
+    controller.resync();
+    await settled('resync after repair');
     expect(writes).toEqual([]);
   });
 

@@ -16,7 +16,7 @@ export const CLUSTER_RULES: readonly Rule[] = [
   { apiGroups: ['networking.istio.io'], resources: ['envoyfilters'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   { apiGroups: ['apps'], resources: ['deployments'], verbs: ['list', 'watch'] },
   { apiGroups: [''], resources: ['services'], verbs: ['list', 'watch'] },
-  { apiGroups: ['resources.gardener.cloud'], resources: ['managedresources'], verbs: ['get', 'create', 'patch', 'delete'] },
+  { apiGroups: ['resources.gardener.cloud'], resources: ['managedresources'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   { apiGroups: [''], resources: ['secrets'], verbs: ['create', 'delete'] },
   { apiGroups: [''], resources: ['events'], verbs: ['create'] },
 ];

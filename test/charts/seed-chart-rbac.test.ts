@@ -94,7 +94,7 @@ describe('seed chart RBAC on a real kube-apiserver', () => {
       { verb: 'get', group: '', resource: 'configmaps', namespace: 'kube-system' },
       { verb: 'update', group: 'coordination.k8s.io', resource: 'leases', namespace: NAMESPACE, name: 'someone-elses-lease' },
       { verb: 'create', group: 'coordination.k8s.io', resource: 'leases', namespace: 'kube-system' },
-      { verb: 'list', group: 'resources.gardener.cloud', resource: 'managedresources', namespace: technicalID(A) },
+      { verb: 'update', group: 'resources.gardener.cloud', resource: 'managedresources', namespace: technicalID(A) },
       { verb: 'update', group: 'apps', resource: 'deployments', namespace: DEFAULT_GW.namespace },
       { verb: 'create', group: 'rbac.authorization.k8s.io', resource: 'clusterroles' },
     ];
