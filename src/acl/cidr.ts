@@ -1,6 +1,8 @@
 // IPv4/IPv6 CIDR ranges as exact integers, so that comparison, containment and the
 // IPv4-mapped IPv6 twins can be computed without string tricks.
 
+import { quoteInput } from './quote-input.js';
+
 export type IpFamily = 4 | 6;
 
 export interface Cidr {
@@ -85,13 +87,13 @@ export function parseCidr(input: string): CidrParseResult {
   const family: IpFamily = addressText.includes(':') ? 6 : 4;
   const address = family === 4 ? parseIpv4(addressText) : parseIpv6(addressText);
   if (address === undefined) {
-    return { ok: false, reason: `"${addressText}" is not an IPv${family} address` };
+    return { ok: false, reason: `${quoteInput(addressText)} is not an IPv${family} address` };
   }
   let prefixLen = BITS[family];
   if (slash >= 0) {
     const lenText = text.slice(slash + 1);
     if (!/^(0|[1-9][0-9]{0,2})$/.test(lenText) || Number(lenText) > BITS[family]) {
-      return { ok: false, reason: `prefix length "${lenText}" must be a number from 0 to ${BITS[family]}` };
+      return { ok: false, reason: `prefix length ${quoteInput(lenText)} must be a number from 0 to ${BITS[family]}` };
     }
     prefixLen = Number(lenText);
   }

@@ -1,5 +1,7 @@
 import type { z } from 'zod';
 
+import { boundedLines, quoteInput } from './quote-input.js';
+
 /** One problem with user input, located by a field path such as `rule.cidrs[2]`. */
 export interface FieldError {
   readonly path: string;
@@ -26,7 +28,7 @@ const ARTICLE: Readonly<Record<string, string>> = { object: 'an object', array: 
 function describeIssue(issue: z.core.$ZodIssue): string {
   switch (issue.code) {
     case 'unrecognized_keys':
-      return `unknown field(s) ${issue.keys.map((k) => `"${k}"`).join(', ')}; remove them or check the spelling`;
+      return `unknown field(s) ${boundedLines(issue.keys.map(quoteInput), 5).join(', ')}; remove them or check the spelling`;
     case 'invalid_type': {
       // Messages given in a schema already say what is wanted; zod's generic ones are rephrased.
       if (!issue.message.startsWith('Invalid input')) return issue.message;
@@ -46,6 +48,9 @@ export function fieldErrorsFromZod(error: z.ZodError, prefix: string): FieldErro
   return error.issues.map((issue) => ({ path: joinPath(prefix, issue.path), message: describeIssue(issue) }));
 }
 
+/** Field errors listed in one message at most; the rest are counted (the message must stay small). */
+export const MAX_LISTED_ERRORS = 10;
+
 export function formatFieldErrors(errors: readonly FieldError[]): string {
-  return errors.map((e) => (e.path ? `${e.path}: ${e.message}` : e.message)).join('\n');
+  return boundedLines(errors.map((e) => (e.path ? `${e.path}: ${e.message}` : e.message)), MAX_LISTED_ERRORS).join('\n');
 }

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { normalizeCidrSet, type Cidr } from './cidr.js';
 import { cidrStringSchema } from './cidr-schema.js';
 import { fieldErrorsFromZod, REPORT_INPUT, type FieldError } from './field-errors.js';
+import { quoteInput } from './quote-input.js';
 
 export const ACTIONS = ['ALLOW', 'DENY'] as const;
 export type AclAction = (typeof ACTIONS)[number];
@@ -18,7 +19,7 @@ function caseInsensitiveEnum<const T extends readonly string[]>(values: T, norma
   return z.string({ error: `must be a string, one of ${values.join(', ')}` }).transform((text, ctx): T[number] => {
     const value = normalise(text.trim());
     if ((values as readonly string[]).includes(value)) return value as T[number];
-    ctx.addIssue({ code: 'custom', message: `"${text}" is not a valid ${field}; use ${oneOf(values)}` });
+    ctx.addIssue({ code: 'custom', message: `${quoteInput(text)} is not a valid ${field}; use ${oneOf(values)}` });
     return z.NEVER;
   });
 }

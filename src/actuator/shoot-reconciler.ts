@@ -3,7 +3,9 @@
 // shoot's filters; an invalid providerConfig or a missing input reports an error and changes
 // nothing that protects the shoot.
 import type { Logger } from 'pino';
+import { MAX_LISTED_ERRORS } from '../acl/field-errors.js';
 import type { OperatorConfig } from '../acl/operator-config.js';
+import { boundedLines } from '../acl/quote-input.js';
 import type { Extension } from '../gardener/objects.js';
 import { formatProblem } from '../gardener/problems.js';
 import { seedContext, shootAclFromInventory, type SeedInventory } from '../gardener/seed-acl.js';
@@ -122,8 +124,8 @@ export class ShootReconciler {
     const errors = [...ctx.problems, ...result.problems].filter((p) => p.severity === 'error');
     if (!result.acl || errors.length > 0) {
       this.written.delete(key);
-      const description = errors.map(formatProblem).join('\n') || 'the ACL could not be computed';
-      log.warn({ problems: errors }, 'ACL not applied; the previous protection stays in place');
+      const description = boundedLines(errors.map(formatProblem), MAX_LISTED_ERRORS).join('\n') || 'the ACL could not be computed';
+      log.warn({ problems: errors.length, description }, 'ACL not applied; the previous protection stays in place');
       await this.reportError(ext, type, description, result.configurationProblem, requested);
       return result.configurationProblem ? DONE : { kind: 'retry', reason: description };
     }

@@ -201,6 +201,25 @@ describe('extension controller on a real kube-apiserver', () => {
     expect(fixed.status?.lastError).toBeUndefined();
   }, 120_000);
 
+  it('49 junk CIDR entries of 20 KB each give a short lastError (not a 2 MB status patch that fails forever)', async () => {
+    await settled('before junk');
+    const junk = Array.from({ length: 49 }, (_, i) => `${String(i).padStart(2, '0')}${'x'.repeat(20_000)}`);
+    await mergePatch(cp.kubeConfig, extRef(technicalID(A)), {
+      metadata: { annotations: { 'gardener.cloud/operation': 'reconcile' } },
+      spec: { providerConfig: allowRule('203.0.113.0/24', ...junk) },
+    });
+    const e = await eventually('lastError', async () => (await ext(A))?.status?.lastError && (await ext(A)), 30_000);
+    const description = e.status?.lastError?.description ?? '';
+    expect(description.length).toBeLessThan(4096);
+    expect(description).toContain(`spec.providerConfig.rule.cidrs[1]: "00${'x'.repeat(62)}…" (20002 characters) is not a valid CIDR`);
+    expect(description).toContain('… and 39 more problem(s) like these');
+    await mergePatch(cp.kubeConfig, extRef(technicalID(A)), {
+      metadata: { annotations: { 'gardener.cloud/operation': 'reconcile' } },
+      spec: { providerConfig: allowRule('203.0.113.0/24') },
+    });
+    await succeeded(A);
+  }, 120_000);
+
   it('delete removes exactly that shoot: its ManagedResource, its combined policies, then the finalizer', async () => {
     await createSeed(cp.kubeConfig, [], [C]);
     await succeeded(C);
