@@ -126,7 +126,7 @@ export class ShootReconciler {
       this.written.delete(key);
       const description = boundedLines(errors.map(formatProblem), MAX_LISTED_ERRORS).join('\n') || 'the ACL could not be computed';
       log.warn({ problems: errors.length, description }, 'ACL not applied; the previous protection stays in place');
-      await this.reportError(ext, type, description, result.configurationProblem, requested);
+      await this.reportError(ext, type, description, result.configurationProblem);
       return result.configurationProblem ? DONE : { kind: 'retry', reason: description };
     }
     const acl = result.acl;
@@ -165,9 +165,15 @@ export class ShootReconciler {
     return DONE;
   }
 
-  private async reportError(ext: Extension, type: OperationType, description: string, configuration: boolean, requested: boolean): Promise<void> {
+  private async reportError(ext: Extension, type: OperationType, description: string, configuration: boolean): Promise<void> {
     const previous = (ext.status?.['lastError'] as { description?: string } | undefined)?.description;
-    if (!requested && previous === description) return;
+    const operation = ext.status?.['lastOperation'] as { type?: string; state?: string } | undefined;
+    // The same error already stored for this generation is not written again (each write is an
+    // update event that would start the next attempt at once, bypassing the retry backoff);
+    // a new request from gardenlet (operation annotation) gets a fresh lastUpdateTime.
+    const alreadyStored =
+      previous === description && operation?.state === 'Error' && operation.type === type && ext.status?.['observedGeneration'] === ext.metadata.generation;
+    if (alreadyStored && ext.metadata.annotations?.[OPERATION_ANNOTATION] === undefined) return;
     const now = this.deps.now();
     await this.deps.client.patchStatus(extensionRef(ext), {
       lastOperation: lastOperation(type, 'Error', description, now),

@@ -332,4 +332,17 @@ describe('extension controller on a real kube-apiserver', () => {
     expect(await getObject(cp.kubeConfig, mrRef(technicalID(E)))).toBeUndefined();
     expect(await policiesIn(DEFAULT_GW.namespace)).not.toContain('shoot--q--e');
   });
+
+  it('a lasting error is written once and retried with backoff, not rewritten in a loop', async () => {
+    // Its Gateway selects a gateway that has no Deployment: not a configuration problem, so retried.
+    const F: ShootFixture = { project: 'q', name: 'f', providerConfig: allowRule('192.0.2.0/24'), gateway: { namespace: 'istio-ingress--z9', istioLabel: 'ingressgateway--zone--z9' } };
+    await createSeed(cp.kubeConfig, [], [F]);
+    const e = await eventually('lastError', async () => (await ext(F))?.status?.lastError && (await ext(F)));
+    expect(e.status?.lastError?.description).toContain('matches no istio-ingressgateway Deployment');
+    const before = (await ext(F))?.metadata.resourceVersion;
+    writes.length = 0;
+    await sleep(3_000);
+    expect(writes.filter((w) => w === 'patch-status Extension')).toEqual([]);
+    expect((await ext(F))?.metadata.resourceVersion).toBe(before);
+  });
 });
