@@ -80,6 +80,12 @@ export async function startApiFaultProxy(cp: ControlPlane): Promise<ApiFaultProx
       (up) => {
         res.writeHead(up.statusCode ?? 502, up.headers);
         up.pipe(res);
+        // An API server that goes away mid-response (restart) closes its connections: so does
+        // the proxy, or every watch through it would hang half-open.
+        up.on('error', () => res.destroy());
+        up.on('close', () => {
+          if (!up.complete) res.destroy();
+        });
       },
     );
     upstream.on('error', () => res.destroy());

@@ -1,0 +1,220 @@
+// The fault matrix of issue 10, judged by the protection-continuity checker on a real
+// kube-apiserver: the controller runs in this process and talks to the API server through
+// test/support/api-fault-proxy.ts (so throttling can be injected); the checker watches the
+// stored objects directly. After every scenario: no gap charged to the controller, and every
+// gap an injected fault made closed again within the repair limit.
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
+import { AclController } from '../../src/actuator/controller.js';
+import { KubeClusterClient } from '../../src/actuator/kube-cluster-client.js';
+import { MANAGED_RESOURCE_NAME } from '../../src/actuator/managed-resource.js';
+import { listAll } from '../../src/kube/list-watch.js';
+import { deleteObject, jsonPatch, mergePatch, type ObjectRef } from '../../src/kube/objects-client.js';
+import { DEFAULT_GW, ZONAL_GW, allowRule, createSeed, denyRule, technicalID, type ShootFixture } from '../actuator/seed-fixture.js';
+import type { ControlPlane } from '../kube/control-plane.js';
+import { eventually, sleep, startWithCRDs, testLogger } from '../kube/kube-test-helpers.js';
+import { startApiFaultProxy, type ApiFaultProxy } from '../support/api-fault-proxy.js';
+import { rule } from '../support/test-seed.js';
+import { ContinuityChecker } from './checker.js';
+import { cidrs, type ShootExpectation } from './protection-oracle.js';
+
+// 16 KiB objects: 20 of these shoots need 3 shards per port, 26 need 5.
+const operator: OperatorConfig = { ...defaultOperatorConfig(), maxObjectBytes: 16 * 1024 };
+const GATEWAYS = [DEFAULT_GW, ZONAL_GW];
+const REPAIR_LIMIT_MS = 10_000;
+
+interface Owned {
+  readonly fixture: ShootFixture;
+  readonly action: 'ALLOW' | 'DENY';
+  readonly cidrs: readonly string[];
+}
+const owned = (i: number, action: 'ALLOW' | 'DENY' = i % 3 === 0 ? 'DENY' : 'ALLOW'): Owned => {
+  const ranges = [`203.0.${i}.0/24`, `2001:db8:${i.toString(16)}::/48`];
+  return {
+    fixture: { project: 'cont', name: `s${String(i).padStart(2, '0')}`, providerConfig: action === 'ALLOW' ? allowRule(...ranges) : denyRule(...ranges), gateway: i % 2 ? ZONAL_GW : DEFAULT_GW },
+    action,
+    cidrs: ranges,
+  };
+};
+// The always-allowed ranges DESIGN section 3 gives these fixtures: seed nodes and pods, shoot nodes, egress.
+const ALWAYS = ['10.250.0.0/16', '10.96.0.0/11', '10.180.0.0/16', '198.51.100.1/32'];
+const expectation = (o: Owned): ShootExpectation => ({
+  technicalID: technicalID(o.fixture),
+  rules: [rule(o.action, 'remote_ip', o.cidrs)],
+  alwaysAllowed: cidrs(ALWAYS),
+  sniGateways: [(o.fixture.gateway ?? DEFAULT_GW).namespace],
+});
+
+const BASE = Array.from({ length: 20 }, (_, i) => owned(i));
+const GROWTH = Array.from({ length: 6 }, (_, i) => owned(20 + i));
+const filterRef = (namespace: string, name: string): ObjectRef => ({ apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name, namespace });
+const mrRef = (namespace: string): ObjectRef => ({ apiVersion: 'resources.gardener.cloud/v1alpha1', kind: 'ManagedResource', name: MANAGED_RESOURCE_NAME, namespace });
+const deploymentRef = (namespace: string): ObjectRef => ({ apiVersion: 'apps/v1', kind: 'Deployment', name: 'istio-ingressgateway', namespace });
+
+describe('protection continuity through the fault matrix (real kube-apiserver)', () => {
+  let cp: ControlPlane;
+  let proxy: ApiFaultProxy;
+  let controller: AclController;
+  let checker: ContinuityChecker;
+  let shoots: Owned[] = [...BASE];
+
+  const combinedNames = async () =>
+    (await listAll(cp.kubeConfig, '/apis/networking.istio.io/v1alpha3/envoyfilters', { labelSelector: 'acl.gardener.cloud/role=connect' })).items.map((f) => {
+      const meta = f['metadata'] as { name: string; namespace: string };
+      return { name: meta.name, namespace: meta.namespace };
+    });
+  const protectedNow = async (what: string, limitMs = 60_000, expected = shoots.map(expectation)) => {
+    try {
+      await eventually(what, () => checker.currentGaps(expected).length === 0, limitMs);
+    } catch (error) {
+      const gaps = checker.currentGaps(expected);
+      throw new Error(`${(error as Error).message}; ${gaps.length} gap(s) open, first: ${gaps.slice(0, 5).join(' | ')}`);
+    }
+  };
+  const settled = async (what: string) => {
+    await eventually(what, async () => {
+      if (!controller.idle()) return false;
+      await sleep(300);
+      return controller.idle();
+    }, 60_000);
+  };
+  /** After a scenario: nothing charged to the controller, every fault gap closed within the limit. */
+  const judged = async (what: string) => {
+    await protectedNow(`${what}: protected again`);
+    const report = checker.report();
+    expect(report.controllerGaps, `${what}: gaps the controller caused`).toEqual([]);
+    const slow = report.faultGaps.filter((g) => g.openMs === undefined || g.openMs > REPAIR_LIMIT_MS);
+    expect(slow, `${what}: fault gaps not repaired within ${REPAIR_LIMIT_MS} ms`).toEqual([]);
+    return report;
+  };
+
+  beforeAll(async () => {
+    cp = await startWithCRDs([]);
+    proxy = await startApiFaultProxy(cp);
+    await createSeed(cp.kubeConfig, GATEWAYS, BASE.map((o) => o.fixture));
+    const kubeConfig = proxy.kubeConfigVia(cp.kubeConfig);
+    controller = new AclController({
+      kubeConfig,
+      client: new KubeClusterClient(kubeConfig),
+      operator,
+      logger: testLogger(),
+      registry: new Registry(),
+      workers: 2,
+      resyncPeriodMs: 3_600_000,
+      combinedMinIntervalMs: 0,
+    });
+    await controller.startCaches();
+    controller.startWorkers();
+    checker = new ContinuityChecker(cp.kubeConfig, { gateways: GATEWAYS.map((g) => g.namespace), connectPorts: operator.protectedPorts, sniPort: operator.sniPort });
+    await checker.start([]);
+    checker.expect(shoots.map(expectation));
+    await protectedNow('20 shoots protected', 120_000);
+    await settled('initial convergence');
+  }, 240_000);
+
+  afterAll(async () => {
+    await checker?.stop();
+    await controller?.stop();
+    await proxy?.close();
+    await cp?.stop();
+  });
+
+  it('foreign delete of every combined filter, one at a time: each repaired, no other gap', async () => {
+    for (const f of await combinedNames()) {
+      checker.fault(`EnvoyFilter ${f.namespace}/${f.name}`);
+      await deleteObject(cp.kubeConfig, filterRef(f.namespace, f.name));
+      await protectedNow(`repaired ${f.namespace}/${f.name}`, REPAIR_LIMIT_MS);
+    }
+    const report = await judged('foreign deletes');
+    expect(report.faultGaps.length).toBeGreaterThan(0); // the faults were seen: the checker can fail
+  }, 180_000);
+
+  it('foreign edit removing one shoot from a combined filter: repaired', async () => {
+    const [target] = await combinedNames();
+    if (!target) throw new Error('no combined filter');
+    checker.fault(`EnvoyFilter ${target.namespace}/${target.name}`);
+    await jsonPatch(cp.kubeConfig, filterRef(target.namespace, target.name), [{ op: 'replace', path: '/spec/configPatches/0/patch/value/typed_config/rules/policies', value: {} }]);
+    await protectedNow('edit repaired', REPAIR_LIMIT_MS);
+    await judged('foreign edit');
+  }, 60_000);
+
+  it('foreign delete and edit of ManagedResources (the SNI path): each repaired', async () => {
+    for (const o of BASE.slice(0, 5)) {
+      const ref = mrRef(technicalID(o.fixture));
+      checker.fault(`ManagedResource ${ref.namespace}/${ref.name}`);
+      await deleteObject(cp.kubeConfig, ref);
+      await protectedNow(`ManagedResource of ${ref.namespace ?? ''} recreated`, REPAIR_LIMIT_MS);
+    }
+    const edited = mrRef(technicalID(BASE[5]?.fixture ?? BASE[0]!.fixture));
+    checker.fault(`ManagedResource ${edited.namespace}/${edited.name}`);
+    await mergePatch(cp.kubeConfig, edited, { spec: { secretRefs: [] } });
+    await protectedNow('ManagedResource edit reverted', REPAIR_LIMIT_MS);
+    const report = await judged('ManagedResource faults');
+    expect(report.faultGaps.filter((g) => g.gap.includes(' SNI ')).length).toBeGreaterThan(0);
+  }, 120_000);
+
+  it('gateway Deployment deleted, recreated and relabelled: protection never lapses', async () => {
+    await deleteObject(cp.kubeConfig, deploymentRef(ZONAL_GW.namespace));
+    await sleep(2_000);
+    await settled('Deployment gone');
+    await createSeed(cp.kubeConfig, [ZONAL_GW], []);
+    await sleep(1_000);
+    await mergePatch(cp.kubeConfig, deploymentRef(DEFAULT_GW.namespace), { metadata: { labels: { app: 'relabelled' } } });
+    await sleep(2_000);
+    await settled('relabelled');
+    await mergePatch(cp.kubeConfig, deploymentRef(DEFAULT_GW.namespace), { metadata: { labels: { app: 'istio-ingressgateway' } } });
+    await settled('label back');
+    await judged('gateway Deployment faults');
+  }, 240_000);
+
+  it('shard count grows (20 -> 26 shoots) and shrinks back: no shoot ever leaves every shard', async () => {
+    await createSeed(cp.kubeConfig, [], GROWTH.map((o) => o.fixture));
+    // The old 20 must stay protected throughout; the new ones count from when they are first protected.
+    shoots = [...BASE, ...GROWTH];
+    await protectedNow('26 protected', 60_000);
+    checker.expect(shoots.map(expectation));
+    await settled('grown');
+    shoots = [...BASE];
+    checker.expect(shoots.map(expectation));
+    for (const o of GROWTH) await deleteObject(cp.kubeConfig, { apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension', name: 'acl', namespace: technicalID(o.fixture) });
+    await settled('shrunk');
+    await judged('grow and shrink');
+  }, 120_000);
+
+  it('API server restart: no gap', async () => {
+    await cp.restartApiServer();
+    await settled('after restart');
+    await judged('API server restart');
+  }, 120_000);
+
+  it('a storm of 429 Retry-After: no gap during it; a foreign delete right after is repaired', async () => {
+    proxy.setMode({ kind: 'throttle', retryAfterSeconds: 2 });
+    await sleep(8_000);
+    proxy.setMode({ kind: 'forward' });
+    const [target] = await combinedNames();
+    if (!target) throw new Error('no combined filter');
+    checker.fault(`EnvoyFilter ${target.namespace}/${target.name}`);
+    await deleteObject(cp.kubeConfig, filterRef(target.namespace, target.name));
+    await judged('429 storm');
+  }, 60_000);
+
+  it('an oversized shoot: every other shoot stays protected', async () => {
+    const huge: ShootFixture = {
+      project: 'cont',
+      name: 'huge',
+      providerConfig: allowRule(...Array.from({ length: 700 }, (_, i) => `2001:db8:${(0x1000 + i).toString(16)}::/48`)),
+    };
+    await createSeed(cp.kubeConfig, [], [huge]);
+    await sleep(3_000);
+    await settled('oversized shoot reconciled');
+    await judged('oversized shoot');
+    // Still repairing for the others.
+    const [target] = await combinedNames();
+    if (!target) throw new Error('no combined filter');
+    checker.fault(`EnvoyFilter ${target.namespace}/${target.name}`);
+    await deleteObject(cp.kubeConfig, filterRef(target.namespace, target.name));
+    await judged('foreign delete next to an oversized shoot');
+  }, 150_000);
+});
