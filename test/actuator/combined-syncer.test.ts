@@ -2,13 +2,13 @@
 // stores: foreign deletes and edits are repaired, a missing gateway Deployment removes nothing,
 // shard growth adds before it removes (checked after EVERY stored change, through a watch), and
 // one oversized shoot neither stops the others nor loses its own stored protection.
-import { Registry } from 'prom-client';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
 import { storedCoverage, uncoveredPaths } from '../../src/actuator/combined-coverage.js';
 import { appliedAcls } from '../../src/actuator/combined-syncer.js';
 import { AclController } from '../../src/actuator/controller.js';
-import { KubeClusterClient } from '../../src/actuator/kube-cluster-client.js';
+
 import { envoyFilterObjectSchema, extensionSchema, type EnvoyFilterObject } from '../../src/gardener/objects.js';
 import { ResilientInformer } from '../../src/kube/informer.js';
 import { listAll } from '../../src/kube/list-watch.js';
@@ -17,7 +17,7 @@ import { combinedConnectPolicy } from '../../src/rbac/combined-connect-filters.j
 import { jsonEqual } from '../../src/rbac/deep-equal.js';
 import type { ControlPlane } from '../kube/control-plane.js';
 import { eventually, sleep, startWithCRDs, testLogger } from '../kube/kube-test-helpers.js';
-import { DEFAULT_GW, ZONAL_GW, allowRule, createSeed, gatewayObjects, technicalID, type ShootFixture } from './seed-fixture.js';
+import { DEFAULT_GW, ZONAL_GW, allowRule, createSeed, gatewayObjects, technicalID, type ShootFixture, startTestController } from './seed-fixture.js';
 
 const ENVOY_FILTERS = '/apis/networking.istio.io/v1alpha3/envoyfilters';
 const CONNECT_SELECTOR = 'acl.gardener.cloud/role=connect';
@@ -69,18 +69,7 @@ describe('combined CONNECT filters on a real kube-apiserver', () => {
   beforeAll(async () => {
     cp = await startWithCRDs([]);
     await createSeed(cp.kubeConfig, [DEFAULT_GW, ZONAL_GW], BASE);
-    controller = new AclController({
-      kubeConfig: cp.kubeConfig,
-      client: new KubeClusterClient(cp.kubeConfig),
-      operator,
-      logger: testLogger(),
-      registry: new Registry(),
-      workers: 2,
-      resyncPeriodMs: 3_600_000,
-      combinedMinIntervalMs: 0,
-    });
-    await controller.startCaches();
-    controller.startWorkers();
+    controller = await startTestController(cp.kubeConfig, { operator });
     await allCovered('20 shoots protected', BASE.map(technicalID));
     await settled('initial convergence');
   }, 180_000);

@@ -1,18 +1,18 @@
 // The extension controller against a real kube-apiserver: everything is asserted through objects
 // the API server stored, and every write the controller sends is counted.
 import { createHash } from 'node:crypto';
-import { Registry } from 'prom-client';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
+
 import { AclController } from '../../src/actuator/controller.js';
 import { KubeClusterClient } from '../../src/actuator/kube-cluster-client.js';
 import { MANAGED_RESOURCE_NAME } from '../../src/actuator/managed-resource.js';
 import { listAll } from '../../src/kube/list-watch.js';
 import { createObject, deleteObject, getObject, mergePatch, patchStatus, type ObjectRef } from '../../src/kube/objects-client.js';
 import type { ControlPlane } from '../kube/control-plane.js';
-import { eventually, sleep, startWithCRDs, testLogger } from '../kube/kube-test-helpers.js';
+import { eventually, sleep, startWithCRDs } from '../kube/kube-test-helpers.js';
 import { applyManagedResourcesInPlaceOfResourceManager } from './resource-manager-stand-in.js';
-import { DEFAULT_GW, ZONAL_GW, aclExtension, allowRule, createSeed, denyRule, shootObjects, technicalID, type ShootFixture } from './seed-fixture.js';
+import { DEFAULT_GW, ZONAL_GW, aclExtension, allowRule, createSeed, denyRule, shootObjects, startTestController, technicalID, type ShootFixture } from './seed-fixture.js';
 
 function shootGateway(s: ShootFixture): { apiVersion: string; kind: string; metadata: { name: string; namespace: string }; spec: Record<string, unknown> } {
   const gateway = shootObjects(s).find((o) => o.kind === 'Gateway');
@@ -64,18 +64,9 @@ describe('extension controller on a real kube-apiserver', () => {
   beforeAll(async () => {
     cp = await startWithCRDs([]);
     await createSeed(cp.kubeConfig, [DEFAULT_GW, ZONAL_GW], [A, B, OPEN]);
-    controller = new AclController({
-      kubeConfig: cp.kubeConfig,
+    controller = await startTestController(cp.kubeConfig, {
       client: new KubeClusterClient(cp.kubeConfig, { onWrite: (verb, kind) => writes.push(`${verb} ${kind}`) }),
-      operator: defaultOperatorConfig(),
-      logger: testLogger(),
-      registry: new Registry(),
-      workers: 2,
-      resyncPeriodMs: 3_600_000,
-      combinedMinIntervalMs: 0,
     });
-    await controller.startCaches();
-    controller.startWorkers();
   }, 120_000);
 
   afterAll(async () => {

@@ -1,6 +1,11 @@
 // Seed objects as Gardener and Istio would have them on a real seed, created in the test API server.
 import type { KubeConfig } from '@kubernetes/client-node';
+import { Registry } from 'prom-client';
+import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
+import { AclController } from '../../src/actuator/controller.js';
+import { KubeClusterClient } from '../../src/actuator/kube-cluster-client.js';
 import { createObject, patchStatus, type ObjectToWrite } from '../../src/kube/objects-client.js';
+import { testLogger } from '../kube/kube-test-helpers.js';
 
 export interface GatewayFixture {
   readonly namespace: string;
@@ -94,3 +99,20 @@ export async function createSeed(kc: KubeConfig, gateways: readonly GatewayFixtu
 
 export const allowRule = (...cidrs: string[]) => ({ rule: { action: 'ALLOW', type: 'remote_ip', cidrs } });
 export const denyRule = (...cidrs: string[]) => ({ rule: { action: 'DENY', type: 'remote_ip', cidrs } });
+
+/** The controller as the tests run it: in-process, 2 workers, no periodic resync, no combined debounce; caches started, workers running. */
+export async function startTestController(kubeConfig: KubeConfig, options: { operator?: OperatorConfig; client?: KubeClusterClient } = {}): Promise<AclController> {
+  const controller = new AclController({
+    kubeConfig,
+    client: options.client ?? new KubeClusterClient(kubeConfig),
+    operator: options.operator ?? defaultOperatorConfig(),
+    logger: testLogger(),
+    registry: new Registry(),
+    workers: 2,
+    resyncPeriodMs: 3_600_000,
+    combinedMinIntervalMs: 0,
+  });
+  await controller.startCaches();
+  controller.startWorkers();
+  return controller;
+}

@@ -3,18 +3,18 @@
 // test/support/api-fault-proxy.ts (so throttling can be injected); the checker watches the
 // stored objects directly. After every scenario: no gap charged to the controller, and every
 // gap an injected fault made closed again within the repair limit.
-import { Registry } from 'prom-client';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
 import { AclController } from '../../src/actuator/controller.js';
-import { KubeClusterClient } from '../../src/actuator/kube-cluster-client.js';
+
 import { MANAGED_RESOURCE_NAME } from '../../src/actuator/managed-resource.js';
 import { listAll } from '../../src/kube/list-watch.js';
 import { deleteObject, jsonPatch, mergePatch, type ObjectRef } from '../../src/kube/objects-client.js';
-import { DEFAULT_GW, ZONAL_GW, allowRule, createSeed, denyRule, technicalID, type ShootFixture } from '../actuator/seed-fixture.js';
+import { DEFAULT_GW, ZONAL_GW, allowRule, createSeed, denyRule, technicalID, type ShootFixture, startTestController } from '../actuator/seed-fixture.js';
 import type { ControlPlane } from '../kube/control-plane.js';
-import { eventually, sleep, startWithCRDs, testLogger } from '../kube/kube-test-helpers.js';
+import { eventually, sleep, startWithCRDs } from '../kube/kube-test-helpers.js';
 import { startApiFaultProxy, type ApiFaultProxy } from '../support/api-fault-proxy.js';
 import { rule } from '../support/test-seed.js';
 import { ContinuityChecker } from './checker.js';
@@ -95,18 +95,7 @@ describe('protection continuity through the fault matrix (real kube-apiserver)',
     proxy = await startApiFaultProxy(cp);
     await createSeed(cp.kubeConfig, GATEWAYS, BASE.map((o) => o.fixture));
     const kubeConfig = proxy.kubeConfigVia(cp.kubeConfig);
-    controller = new AclController({
-      kubeConfig,
-      client: new KubeClusterClient(kubeConfig),
-      operator,
-      logger: testLogger(),
-      registry: new Registry(),
-      workers: 2,
-      resyncPeriodMs: 3_600_000,
-      combinedMinIntervalMs: 0,
-    });
-    await controller.startCaches();
-    controller.startWorkers();
+    controller = await startTestController(kubeConfig, { operator });
     checker = new ContinuityChecker(cp.kubeConfig, { gateways: GATEWAYS.map((g) => g.namespace), connectPorts: operator.protectedPorts, sniPort: operator.sniPort });
     await checker.start([]);
     checker.expect(shoots.map(expectation));
