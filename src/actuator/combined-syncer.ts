@@ -15,12 +15,13 @@ import type { GatewayWorkload, Labels } from '../acl/model.js';
 import type { OperatorConfig } from '../acl/operator-config.js';
 import type { EnvoyFilterObject, Extension } from '../gardener/objects.js';
 import { EXTENSION_TYPE } from '../gardener/seed-acl.js';
-import { combinedConnectFilter, parseConnectFilterName, planCombinedConnectFilters } from '../rbac/combined-connect-filters.js';
+import { combinedConnectFilter, combinedConnectPolicy, parseConnectFilterName, planCombinedConnectFilters } from '../rbac/combined-connect-filters.js';
+import { describeError } from '../kube/errors.js';
 import { jsonEqual } from '../rbac/deep-equal.js';
 import type { GeneratedEnvoyFilter } from '../rbac/envoy-filter-types.js';
 import { appliedFromState, type AppliedAcl } from './applied-state.js';
 import { refOf, type ClusterClient } from './cluster-client.js';
-import { storedPolicies, storedSelector } from './combined-coverage.js';
+import { storedCoverage, storedPolicies, storedSelector, uncoveredPaths } from './combined-coverage.js';
 import { OPERATION_ANNOTATION, Operation, isMigrated } from './extension-contract.js';
 
 export interface CombinedSyncerDeps {
@@ -218,8 +219,24 @@ export class CombinedSyncer {
    * does not cause the same write twice. Decisions are still taken from the cache alone.
    */
   private pending: PendingWrite[] = [];
+  /** Why the last sync failed (API error, webhook refusal); undefined after a successful one. */
+  private lastFailure: string | undefined;
 
   constructor(private readonly deps: CombinedSyncerDeps) {}
+
+  /**
+   * Whether the STORED combined filters protect `shoot` exactly as recorded, on every gateway and
+   * port: the `<namespace>:<port>` paths where they do not, and why the syncer cannot fix that
+   * (the shoot does not fit a shard, or the last write failed), if it knows.
+   */
+  protection(shoot: AppliedAcl): { readonly uncovered: readonly string[]; readonly problem: string | undefined } {
+    const stored = this.deps.existing();
+    const gateways = combinedGateways(this.deps.gateways(), stored);
+    const selectors = new Map(gateways.map((g) => [g.namespace, g.selector]));
+    const policy = combinedConnectPolicy(shoot, this.deps.operator);
+    const uncovered = uncoveredPaths(storedCoverage(stored, selectors), shoot.technicalID, policy, gateways.map((g) => g.namespace), this.deps.operator.protectedPorts);
+    return { uncovered, problem: this.reportedUnplaced.get(shoot.technicalID) ?? this.lastFailure };
+  }
 
   private now(): number {
     return this.deps.now?.() ?? performance.now();
@@ -245,6 +262,17 @@ export class CombinedSyncer {
   }
 
   async sync(): Promise<CombinedSyncOutcome> {
+    try {
+      const outcome = await this.syncOnce();
+      if (!outcome.waitingForCache) this.lastFailure = undefined;
+      return outcome;
+    } catch (error) {
+      this.lastFailure = `writing the combined CONNECT filters failed: ${describeError(error)}`;
+      throw error;
+    }
+  }
+
+  private async syncOnce(): Promise<CombinedSyncOutcome> {
     const { deps } = this;
     if (!deps.cachesSynced()) {
       throw new Error('combined CONNECT filters: the Extension, gateway Deployment and EnvoyFilter caches have not listed yet; nothing is written or deleted until they have');

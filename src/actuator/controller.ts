@@ -88,6 +88,8 @@ export class AclController {
   private stopping = false;
   private lastCombinedWrite = 0;
   private readonly workerLoops: Promise<void>[] = [];
+  /** Extension keys whose last reconcile waits for the combined filters to protect them as recorded. */
+  private readonly awaitingCombined = new Set<string>();
 
   constructor(private readonly options: ControllerOptions) {
     const { kubeConfig, logger, registry } = options;
@@ -123,7 +125,11 @@ export class AclController {
       envoyFilters: informer(
         WATCHED.envoyFilters.path,
         (raw) => envoyFilterObjectSchema.safeParse(raw).data,
-        () => this.queue.add(COMBINED_KEY),
+        () => {
+          this.queue.add(COMBINED_KEY);
+          // Shoots waiting to be protected as recorded look again at what is now stored.
+          for (const key of this.awaitingCombined) this.queue.add(key);
+        },
         `${MANAGED_BY_LABEL}=${MANAGED_BY},${ROLE_LABEL}=connect`,
       ),
       // Any change to our ManagedResources (a foreign delete or edit, the resource manager's
@@ -146,6 +152,8 @@ export class AclController {
       warn: (ext, reason, message) => recordWarningEvent(options.client, ext, reason, message, now()),
       syncCombined: () => this.syncCombined(),
       combinedChanged: () => this.queue.add(COMBINED_KEY),
+      combinedProtection: (shoot) => this.combined.protection(shoot),
+      awaitCombined: (ext) => this.awaitingCombined.add(`${EXT_PREFIX}${ext.metadata.namespace}/${ext.metadata.name}`),
     });
     this.combined = new CombinedSyncer({
       client: options.client,
@@ -287,6 +295,7 @@ export class AclController {
           this.queue.addRateLimited(key);
           this.reconcileTotal.inc({ controller, result: 'requeue' });
         } else {
+          this.awaitingCombined.delete(key);
           this.queue.forget(key);
           this.reconcileTotal.inc({ controller, result: 'success' });
         }

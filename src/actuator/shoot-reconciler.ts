@@ -12,7 +12,7 @@ import { seedContext, shootAclFromInventory, type SeedInventory } from '../garde
 import { isNotFound } from '../kube/errors.js';
 import { jsonEqual } from '../rbac/deep-equal.js';
 import { buildShootEnvoyFilters } from '../rbac/shoot-envoy-filters.js';
-import { stateFor, stateSchema } from './applied-state.js';
+import { appliedFromState, stateFor, stateSchema, type AppliedAcl } from './applied-state.js';
 import type { ClusterClient, ObjectRef } from './cluster-client.js';
 import {
   ERR_CONFIGURATION_PROBLEM,
@@ -42,6 +42,10 @@ export interface ShootReconcilerDeps {
   readonly syncCombined: () => Promise<void>;
   /** Ask for a combined rebuild soon (coalesced). */
   readonly combinedChanged: () => void;
+  /** Where the stored combined filters do not protect `shoot` as recorded, and why, if known. */
+  readonly combinedProtection: (shoot: AppliedAcl) => { readonly uncovered: readonly string[]; readonly problem: string | undefined };
+  /** Reconcile `ext` again when the stored combined filters change. */
+  readonly awaitCombined: (ext: Extension) => void;
 }
 
 export type ReconcileOutcome = { readonly kind: 'done' } | { readonly kind: 'retry'; readonly reason: string };
@@ -84,6 +88,7 @@ function removeFinalizer(ext: Extension): Record<string, unknown>[] {
 interface WrittenStatus {
   readonly generation: number | undefined;
   readonly state: string;
+  readonly phase: 'Processing' | 'Succeeded';
 }
 
 export class ShootReconciler {
@@ -111,7 +116,7 @@ export class ShootReconciler {
     // The cache can show our own earlier write's trigger (annotation removed) before the status
     // write itself: a success already written for this generation answers the request.
     const written = this.written.get(key);
-    const answered = annotation === undefined && written !== undefined && written.generation === ext.metadata.generation;
+    const answered = annotation === undefined && written?.phase === 'Succeeded' && written.generation === ext.metadata.generation;
     const requested = isRequested(ext) && !answered;
     // Gardener: `reconcile` is removed when work starts, `restore` after success.
     if (annotation === Operation.reconcile) {
@@ -145,14 +150,17 @@ export class ShootReconciler {
     const stateJson = JSON.stringify(state);
     const stateChanged = answered ? written.state !== stateJson : !previousState.success || !jsonEqual(previousState.data, stateSchema.parse(state));
     const status = ext.status ?? {};
-    if (requested || stateChanged || (status['lastError'] && !answered) || annotation === Operation.restore) {
+    const wantsStatus = requested || stateChanged || (status['lastError'] && !answered) || annotation === Operation.restore;
+    if (wantsStatus) {
+      const waiting = await this.waitForCombined(ext, type, state, stateChanged);
+      if (waiting) return waiting;
       await client.patchStatus(extensionRef(ext), {
           lastOperation: lastOperation(type, 'Succeeded', 'ACL applied', this.deps.now()),
           lastError: null,
           observedGeneration: ext.metadata.generation ?? null,
           state,
       });
-      this.written.set(key, { generation: ext.metadata.generation, state: stateJson });
+      this.written.set(key, { generation: ext.metadata.generation, state: stateJson, phase: 'Succeeded' });
     }
     if (annotation === Operation.restore) {
       await client.mergePatch(extensionRef(ext), { metadata: { annotations: { [OPERATION_ANNOTATION]: null } } });
@@ -163,6 +171,42 @@ export class ShootReconciler {
     }
     await this.triggerLegacyProxyFilters(ext.metadata.namespace, state.gatewayNamespaces);
     return DONE;
+  }
+
+  /**
+   * Succeeded means protected as stored: until the stored combined CONNECT filters hold the
+   * recorded ACL on every gateway and port, the Extension says Processing (with the new state, which
+   * is what the combined filters are built from), or Error when the syncer cannot get there.
+   * Undefined when the shoot is protected as recorded.
+   */
+  private async waitForCombined(ext: Extension, type: OperationType, state: ReturnType<typeof stateFor>, stateChanged: boolean): Promise<ReconcileOutcome | undefined> {
+    const applied = appliedFromState(ext.metadata.namespace, state);
+    if (!applied) return undefined;
+    const { uncovered, problem } = this.deps.combinedProtection(applied);
+    if (uncovered.length === 0) return undefined;
+    const key = `${ext.metadata.namespace}/${ext.metadata.name}`;
+    const stateJson = JSON.stringify(state);
+    const written = this.written.get(key);
+    // The cache may not show our Processing write yet: it is not repeated for the same state.
+    const processingWritten = written?.phase === 'Processing' && written.state === stateJson && written.generation === ext.metadata.generation;
+    this.deps.awaitCombined(ext);
+    this.deps.combinedChanged();
+    const paths = boundedLines(uncovered, 4).join(', ');
+    const operation = (ext.status?.['lastOperation'] as { state?: string } | undefined)?.state;
+    const annotation = ext.metadata.annotations?.[OPERATION_ANNOTATION];
+    if (annotation !== undefined || (!processingWritten && (stateChanged || (operation !== 'Processing' && operation !== 'Error')))) {
+      await this.deps.client.patchStatus(extensionRef(ext), {
+        lastOperation: lastOperation(type, 'Processing', `ACL recorded; waiting for the combined CONNECT filters on ${paths}`, this.deps.now()),
+        observedGeneration: ext.metadata.generation ?? null,
+        state,
+      });
+      this.written.set(key, { generation: ext.metadata.generation, state: stateJson, phase: 'Processing' });
+      return { kind: 'retry', reason: 'waiting for the combined CONNECT filters' };
+    }
+    if (problem !== undefined) {
+      await this.reportError(ext, type, `the combined CONNECT filters do not protect this shoot as recorded on ${paths}: ${problem}`, false);
+    }
+    return { kind: 'retry', reason: problem ?? 'waiting for the combined CONNECT filters' };
   }
 
   private async reportError(ext: Extension, type: OperationType, description: string, configuration: boolean): Promise<void> {

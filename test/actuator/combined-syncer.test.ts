@@ -224,6 +224,10 @@ describe('combined CONNECT filters on a real kube-apiserver', () => {
       return expected.has(technicalID(late)) && uncovered(await stored(), expected).length === 0;
     }, 60_000);
     await settled('after new shoot');
+    // Its own status says so; it is not Succeeded while the stored filters do not hold its ACL.
+    const bigStatus = extensionSchema.safeParse(await getObject(cp.kubeConfig, extRef(big))).data?.status as { lastOperation?: { state?: string }; lastError?: { description?: string } } | undefined;
+    expect(bigStatus?.lastOperation?.state).toBe('Error');
+    expect(bigStatus?.lastError?.description).toMatch(new RegExp(`^the combined CONNECT filters do not protect this shoot as recorded on .*: the combined CONNECT policy of ${bigID} needs \\d+ bytes, more than the \\d+ bytes one combined filter may hold`));
     // The oversized shoot keeps its old policy wherever it was stored.
     expect(uncovered(await stored(), new Map([[bigID, bigPolicy]]))).toEqual([]);
 

@@ -158,7 +158,8 @@ describe('extension controller on a real kube-apiserver', () => {
         'create Secret',
         'delete Secret',
         'patch Extension', // reconcile annotation removed
-        'patch-status Extension',
+        'patch-status Extension', // Processing: the new ACL recorded, the combined filters built from it
+        'patch-status Extension', // Succeeded once the stored combined filters hold it everywhere
       ].sort(),
     );
     expect((await getObject(cp.kubeConfig, mrRef(technicalID(B))))?.['metadata']).toEqual(bManagedResource?.['metadata']);
@@ -323,6 +324,48 @@ describe('extension controller on a real kube-apiserver', () => {
     expect(await getObject(cp.kubeConfig, mrRef(technicalID(E)))).toBeUndefined();
     expect(await policiesIn(DEFAULT_GW.namespace)).not.toContain('shoot--q--e');
   });
+
+  it('Succeeded only once the stored combined filters hold the new ACL; a refused combined write reaches the status', async () => {
+    await settled('before refusal');
+    // The API server itself refuses every write of a combined filter (a ValidatingAdmissionPolicy).
+    const policy = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', metadata: { name: 'refuse-combined' }, spec: {
+      failurePolicy: 'Fail',
+      matchConstraints: { resourceRules: [{ apiGroups: ['networking.istio.io'], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: ['envoyfilters'] }] },
+      validations: [{ expression: "!object.metadata.name.startsWith('acl-connect')", message: 'combined filters are frozen by the test' }],
+    } };
+    const binding = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name: 'refuse-combined' }, spec: { policyName: 'refuse-combined', validationActions: ['Deny'] } };
+    await createObject(cp.kubeConfig, policy);
+    await createObject(cp.kubeConfig, binding);
+    const policyRef = (kind: string): ObjectRef => ({ apiVersion: 'admissionregistration.k8s.io/v1', kind, name: 'refuse-combined' });
+    try {
+      await eventually('policy in force', async () => {
+        try {
+          await mergePatch(cp.kubeConfig, { apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name: (await combined())[0]?.metadata.name ?? '', namespace: DEFAULT_GW.namespace }, { metadata: { labels: { probe: 'x' } } });
+          return false;
+        } catch {
+          return true;
+        }
+      });
+      await mergePatch(cp.kubeConfig, extRef(technicalID(A)), {
+        metadata: { annotations: { 'gardener.cloud/operation': 'reconcile' } },
+        spec: { providerConfig: allowRule('203.0.113.0/25') },
+      });
+      const e = await eventually('error reported', async () => (await ext(A))?.status?.lastOperation?.state === 'Error' && (await ext(A)), 30_000);
+      expect(e.status?.lastError?.description).toContain('the combined CONNECT filters do not protect this shoot as recorded on istio-ingress:8132');
+      expect(e.status?.lastError?.description).toContain('combined filters are frozen by the test');
+      expect(e.status?.state?.applied?.rule.cidrs).toEqual(['203.0.113.0/25']);
+    } finally {
+      await deleteObject(cp.kubeConfig, policyRef('ValidatingAdmissionPolicyBinding'));
+      await deleteObject(cp.kubeConfig, policyRef('ValidatingAdmissionPolicy'));
+    }
+    // Once the writes go through, the shoot is protected as recorded and only then Succeeded.
+    const done = await succeeded(A);
+    expect(done.status?.lastError).toBeUndefined();
+    for (const gw of [DEFAULT_GW, ZONAL_GW]) {
+      const stored = (await combined()).filter((f) => f.metadata.namespace === gw.namespace).flatMap((f) => f.spec.configPatches.map((p) => JSON.stringify(p.patch.value.typed_config.rules.policies['shoot--p--a'] ?? null)));
+      expect(stored.filter((p) => p.includes('"203.0.113.0","prefix_len":25'))).toHaveLength(2);
+    }
+  }, 120_000);
 
   it('a lasting error is written once and retried with backoff, not rewritten in a loop', async () => {
     // Its Gateway selects a gateway that has no Deployment: not a configuration problem, so retried.

@@ -39,6 +39,8 @@ function reconciler(client: ClusterClient): ShootReconciler {
     warn: async () => undefined,
     syncCombined: async () => undefined,
     combinedChanged: () => undefined,
+    combinedProtection: () => ({ uncovered: [], problem: undefined }),
+    awaitCombined: () => undefined,
   });
 }
 
