@@ -186,7 +186,7 @@ async function main(): Promise<void> {
     const rate = (from: number, to: number) => inStorm.filter((r) => r.at >= stormStart + from * 1000 && r.at < stormStart + to * 1000).length / (to - from);
     console.log(
       `requests/s during a 60 s storm of 429 Retry-After 5 s: first 10 s ${rate(0, 10).toFixed(1)}, last 30 s ${rate(30, 60).toFixed(1)} ` +
-        `(8 informers at one request per Retry-After would be ${(8 / 5).toFixed(1)}); ${inStorm.length} requests in all`,
+        `(9 informers and the shared gate of all other requests, each at one request per Retry-After, would be ${(10 / 5).toFixed(1)}); ${inStorm.length} requests in all`,
     );
   } finally {
     await proxy.close();
