@@ -11,6 +11,7 @@ import { formatProblem } from '../gardener/problems.js';
 import { seedContext, shootAclFromInventory, type SeedInventory } from '../gardener/seed-acl.js';
 import { isNotFound } from '../kube/errors.js';
 import { jsonEqual } from '../rbac/deep-equal.js';
+import { legacyProxyPatch, type LegacyProxyAcl } from '../rbac/legacy-proxy-patch.js';
 import { buildShootEnvoyFilters } from '../rbac/shoot-envoy-filters.js';
 import { appliedFromState, stateFor, stateSchema, type AppliedAcl } from './applied-state.js';
 import type { ClusterClient, ObjectRef } from './cluster-client.js';
@@ -169,7 +170,11 @@ export class ShootReconciler {
       log.info({ gatewayNamespaces: state.gatewayNamespaces }, 'ACL applied');
       this.deps.combinedChanged();
     }
-    await this.triggerLegacyProxyFilters(ext.metadata.namespace, state.gatewayNamespaces);
+    const unverified = await this.triggerLegacyProxyFilters(ext.metadata.namespace, state.gatewayNamespaces, appliedFromState(ext.metadata.namespace, state));
+    if (unverified.length > 0) {
+      log.warn({ filters: unverified }, 'the webhook admitted legacy apiserver-proxy filters with another ACL (its cache lags); nudging them again');
+      return { kind: 'retry', reason: `legacy apiserver-proxy filters not yet admitted with the recorded ACL: ${unverified.join(', ')}` };
+    }
     return DONE;
   }
 
@@ -251,8 +256,13 @@ export class ShootReconciler {
    * the API server admit them again with the ACL the Extension now records (or without it, when
    * the Extension is going away). Filters that do not exist (newer Gardener) are skipped
    * without a write.
+   *
+   * The webhook runs in another process with its own cache, which may still hold the previous ACL
+   * (or none): the admitted object is read back and checked against `expected`. Returns the
+   * filters that do not carry exactly the RBAC filter `expected` calls for.
    */
-  async triggerLegacyProxyFilters(technicalID: string, gatewayNamespaces: readonly string[]): Promise<void> {
+  async triggerLegacyProxyFilters(technicalID: string, gatewayNamespaces: readonly string[], expected: LegacyProxyAcl | undefined): Promise<string[]> {
+    const unverified: string[] = [];
     for (const namespace of gatewayNamespaces) {
       for (const name of legacyProxyFilterNames(technicalID)) {
         const ref: ObjectRef = { apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name, namespace };
@@ -260,10 +270,16 @@ export class ShootReconciler {
         try {
           await this.deps.client.mergePatch(ref, {});
         } catch (error) {
-          if (!isNotFound(error)) throw error;
+          if (isNotFound(error)) continue;
+          throw error;
         }
+        const admitted = await this.deps.client.get(ref);
+        if (!admitted) continue;
+        const stillToDo = legacyProxyPatch(admitted, (id) => (id === technicalID ? expected : undefined), this.deps.operator.legacyProxyPort);
+        if (stillToDo.length > 0) unverified.push(`${namespace}/${name}`);
       }
     }
+    return unverified;
   }
 
   /** Delete and migrate: the shoot's filters disappear here; migrate keeps status.state for restore. */
@@ -279,7 +295,8 @@ export class ShootReconciler {
     // The combined filters are rebuilt without this shoot before the finalizer goes.
     await this.deps.syncCombined();
     const recorded = stateSchema.safeParse(ext.status?.['state'] ?? {});
-    await this.triggerLegacyProxyFilters(namespace, recorded.success ? recorded.data.gatewayNamespaces : []);
+    // Taking the RBAC filter out is not a protection: a lagging webhook that keeps it only delays that.
+    await this.triggerLegacyProxyFilters(namespace, recorded.success ? recorded.data.gatewayNamespaces : [], undefined);
     if (type === 'Migrate') {
       await client.patchStatus(extensionRef(ext), {
         lastOperation: lastOperation('Migrate', 'Succeeded', 'ACL filters removed from this seed', this.deps.now()),

@@ -1,12 +1,17 @@
 // The controller's nudge for Gardener's legacy apiserver-proxy EnvoyFilters: an empty merge
 // patch to each that exists, so the mutating webhook re-admits it with the current ACL.
 import { ApiException } from '@kubernetes/client-node';
+import jsonpatch from 'fast-json-patch';
 import { describe, expect, it } from 'vitest';
 import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
 import type { ClusterClient, ObjectRef } from '../../src/actuator/cluster-client.js';
 import { ShootReconciler } from '../../src/actuator/shoot-reconciler.js';
 import type { Extension } from '../../src/gardener/objects.js';
+import { legacyProxyPatch, type LegacyProxyAcl } from '../../src/rbac/legacy-proxy-patch.js';
 import { testLogger } from '../kube/kube-test-helpers.js';
+import { cidrs } from '../continuity/protection-oracle.js';
+import { rule } from '../support/test-seed.js';
+import { legacyFilter } from '../webhook/webhook-fixtures.js';
 
 const ID = 'shoot--p--a';
 const key = (r: ObjectRef) => `${r.kind} ${r.namespace ?? ''}/${r.name}`;
@@ -44,13 +49,44 @@ function reconciler(client: ClusterClient): ShootReconciler {
   });
 }
 
+/** A legacy filter stored by "the API server", re-admitted on each write by "a webhook" whose cache holds `webhookAcl()`. */
+function admittingClient(webhookAcl: () => LegacyProxyAcl | undefined) {
+  let stored: unknown = legacyFilter(ID, 'istio-ingress');
+  const client: ClusterClient = {
+    get: async (ref) => (ref.name === ID ? (structuredClone(stored) as Record<string, unknown>) : undefined),
+    createIfAbsent: async () => undefined,
+    apply: async () => ({}),
+    mergePatch: async () => {
+      const patch = legacyProxyPatch(stored, (id) => (id === ID ? webhookAcl() : undefined), defaultOperatorConfig().legacyProxyPort);
+      stored = jsonpatch.applyPatch(structuredClone(stored), patch).newDocument;
+    },
+    jsonPatch: async () => undefined,
+    patchStatus: async () => undefined,
+    delete: async () => undefined,
+  };
+  return client;
+}
+
+const acl = (cidr: string): LegacyProxyAcl => ({ rule: rule('ALLOW', 'remote_ip', [cidr]), alwaysAllowed: cidrs(['10.250.0.0/16']), legacyProxyAllowed: [] });
+
 describe('legacy apiserver-proxy trigger', () => {
+  it('reads the admitted object back: a webhook whose cache still holds the old ACL is caught, and passes once it caught up', async () => {
+    const recorded = acl('203.0.113.0/24');
+    let webhookSees: LegacyProxyAcl | undefined = acl('198.51.100.0/24');
+    const r = reconciler(admittingClient(() => webhookSees));
+    expect(await r.triggerLegacyProxyFilters(ID, ['istio-ingress'], recorded)).toEqual([`istio-ingress/${ID}`]);
+    webhookSees = undefined; // a cache that has not seen the Extension at all
+    expect(await r.triggerLegacyProxyFilters(ID, ['istio-ingress'], recorded)).toEqual([`istio-ingress/${ID}`]);
+    webhookSees = recorded;
+    expect(await r.triggerLegacyProxyFilters(ID, ['istio-ingress'], recorded)).toEqual([]);
+  });
+
   it('sends {} to each existing legacy filter of the shoot in its gateway namespaces, skipping missing and vanished ones', async () => {
     const { client, calls } = fakeClient(
       [`EnvoyFilter istio-ingress/${ID}`, `EnvoyFilter istio-ingress--z1/${ID}-apiserver-proxy`, `EnvoyFilter istio-ingress--z1/${ID}`],
       [`EnvoyFilter istio-ingress--z1/${ID}`],
     );
-    await reconciler(client).triggerLegacyProxyFilters(ID, ['istio-ingress', 'istio-ingress--z1']);
+    await reconciler(client).triggerLegacyProxyFilters(ID, ['istio-ingress', 'istio-ingress--z1'], undefined);
     expect(calls).toEqual([`merge EnvoyFilter istio-ingress/${ID} {}`, `merge EnvoyFilter istio-ingress--z1/${ID}-apiserver-proxy {}`]);
   });
 
