@@ -68,12 +68,19 @@ function finalizers(ext: Extension): string[] {
   return (ext.metadata as { finalizers?: string[] }).finalizers ?? [];
 }
 
-/** JSON patch adding our finalizer; other controllers' finalizers are never rewritten. */
-function addFinalizer(ext: Extension): Record<string, unknown>[] {
+/**
+ * JSON patch adding our finalizer; other controllers' finalizers are never rewritten. Appending
+ * to an existing list is safe whatever the server holds; creating the list is not (a cache that
+ * has not seen another controller's finalizer would replace it), so it is guarded by the
+ * resourceVersion the decision was taken on: a stale cache gets a conflict and a retry.
+ */
+export function addFinalizer(ext: Extension): Record<string, unknown>[] {
   const current = finalizers(ext);
-  return current.length === 0
-    ? [{ op: 'add', path: '/metadata/finalizers', value: [FINALIZER] }]
-    : [{ op: 'add', path: '/metadata/finalizers/-', value: FINALIZER }];
+  if (current.length > 0) return [{ op: 'add', path: '/metadata/finalizers/-', value: FINALIZER }];
+  return [
+    { op: 'test', path: '/metadata/resourceVersion', value: ext.metadata.resourceVersion ?? '' },
+    { op: 'add', path: '/metadata/finalizers', value: [FINALIZER] },
+  ];
 }
 
 /** JSON patch removing our finalizer, guarded by a test so a concurrent change cannot shift it. */
