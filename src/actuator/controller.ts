@@ -54,6 +54,8 @@ export interface ControllerOptions {
    * (docs/envoy-listener-updates.md), so changes of many shoots are coalesced into one write.
    */
   readonly combinedMinIntervalMs?: number;
+  /** A watch silent this long is re-opened (default 90 s; tests shorten it to exercise half-open watches). */
+  readonly watchIdleTimeoutMs?: number;
   readonly now?: () => Date;
 }
 
@@ -100,7 +102,7 @@ export class AclController {
       onChange: (event: 'add' | 'update' | 'delete', obj: T, old?: T) => void,
       labelSelector?: string,
     ): ResilientInformer<T> =>
-      new ResilientInformer<T>({ kubeConfig, path, parse, onChange, labelSelector, logger });
+      new ResilientInformer<T>({ kubeConfig, path, parse, onChange, labelSelector, logger, ...(options.watchIdleTimeoutMs ? { watchIdleTimeoutMs: options.watchIdleTimeoutMs } : {}) });
 
     this.informers = {
       extensions: informer(WATCHED.extensions.path, (raw) => extensionSchema.safeParse(raw).data, (_e, ext) => {
@@ -192,7 +194,12 @@ export class AclController {
 
   /** Every cache has an open watch (none is backing off after a failure), so it follows the server. */
   cachesWatching(): boolean {
-    return Object.values(this.informers).every((i) => i.isWatching());
+    return this.cachesNotWatching().length === 0;
+  }
+
+  /** The caches without an open watch right now (for diagnostics). */
+  cachesNotWatching(): string[] {
+    return Object.entries(this.informers).filter(([, i]) => !i.isWatching()).map(([name]) => name);
   }
 
   /** Starts the workers (only the leader does this). */

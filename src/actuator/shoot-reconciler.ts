@@ -127,10 +127,12 @@ export class ShootReconciler {
     const answered = annotation === undefined && written?.phase === 'Succeeded' && written.generation === ext.metadata.generation;
     const requested = isRequested(ext) && !answered;
     // Gardener: `reconcile` is removed when work starts, `restore` after success.
+    // The finalizer first: its patch is guarded by the resourceVersion of `ext`, which our own
+    // annotation removal would change.
+    if (!hasFinalizer(ext)) await client.jsonPatch(extensionRef(ext), addFinalizer(ext));
     if (annotation === Operation.reconcile) {
       await client.mergePatch(extensionRef(ext), { metadata: { annotations: { [OPERATION_ANNOTATION]: null } } });
     }
-    if (!hasFinalizer(ext)) await client.jsonPatch(extensionRef(ext), addFinalizer(ext));
 
     const ctx = seedContext(this.deps.inventory(), this.deps.operator);
     const result = shootAclFromInventory(ext, ctx);

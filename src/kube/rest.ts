@@ -150,14 +150,31 @@ export async function openResponse(kc: KubeConfig, req: RestRequest): Promise<ht
   };
   const send = url.protocol === 'http:' ? http.request : https.request;
 
-  const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
-    const clientRequest = send(url, requestOptions, resolve);
-    clientRequest.on('error', reject);
-    clientRequest.end(payload);
-  });
+  const attempt = () =>
+    new Promise<http.IncomingMessage>((resolve, reject) => {
+      const clientRequest = send(url, requestOptions, resolve);
+      clientRequest.on('error', (error: NodeJS.ErrnoException) => {
+        reject(Object.assign(error, { reusedSocket: clientRequest.reusedSocket }));
+      });
+      clientRequest.end(payload);
+    });
+  let res: http.IncomingMessage;
+  try {
+    res = await attempt();
+  } catch (error) {
+    // A kept-alive connection the server closed as idle just as we reused it: the server never
+    // saw the request, so it is sent once more on a new connection (what Go's transport does
+    // for client-go; Node's http docs recommend the same).
+    if (!isStaleKeepAlive(error) || req.signal?.aborted) throw error;
+    res = await attempt();
+  }
   const code = res.statusCode ?? 0;
   if (code < 200 || code > 299) throw await toApiException(res);
   return res;
+}
+
+function isStaleKeepAlive(error: unknown): boolean {
+  return error instanceof Error && (error as { reusedSocket?: boolean }).reusedSocket === true && (error as NodeJS.ErrnoException).code === 'ECONNRESET';
 }
 
 /**

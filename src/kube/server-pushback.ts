@@ -5,12 +5,14 @@
 // schedule and a throttled server sees N requests per Retry-After instead of one.
 import { retryAfterMs } from './errors.js';
 
+/** How long the others wait for one probe before another may go (a probe can hang up to its deadline). */
+const PROBE_PATIENCE_MS = 2_000;
+
 export class ServerPushback {
   /** Monotonic time (performance.now) before which nothing is sent. */
   private until = 0;
   private paused = false;
-  private probe: Promise<void> | undefined;
-  private endProbe: (() => void) | undefined;
+  private probe: { readonly ticket: PushbackTicket; readonly since: number; readonly done: Promise<void>; readonly end: () => void } | undefined;
 
   constructor(private readonly now: () => number = () => performance.now()) {}
 
@@ -28,11 +30,19 @@ export class ServerPushback {
       }
       if (!this.paused) return { probe: false };
       if (this.probe) {
-        await abortableWait(this.probe, signal);
-        continue;
+        const patience = this.probe.since + PROBE_PATIENCE_MS - this.now();
+        if (patience > 0) {
+          await abortableWait(Promise.race([this.probe.done, delay(patience)]), signal);
+          continue;
+        }
       }
-      this.probe = new Promise<void>((resolve) => (this.endProbe = resolve));
-      return { probe: true };
+      // No probe out, or it hangs: this request probes (the hanging one's answer still counts).
+      const ticket: PushbackTicket = { probe: true };
+      let end = () => {};
+      const done = new Promise<void>((resolve) => (end = resolve));
+      this.probe?.end();
+      this.probe = { ticket, since: this.now(), done, end };
+      return ticket;
     }
   }
 
@@ -46,17 +56,21 @@ export class ServerPushback {
       // The server answered: whatever it said, it no longer asks us to wait.
       this.paused = false;
     }
-    if (ticket.probe) {
-      const end = this.endProbe;
+    if (this.probe?.ticket === ticket) {
+      const { end } = this.probe;
       this.probe = undefined;
-      this.endProbe = undefined;
-      end?.();
+      end();
     }
   }
 
   /** Milliseconds until requests flow again (0 when not paused), for metrics and tests. */
   remainingMs(): number {
     return this.paused ? Math.max(0, this.until - this.now()) : 0;
+  }
+
+  /** Whether requests wait for a probe or a Retry-After right now. */
+  isPaused(): boolean {
+    return this.paused;
   }
 }
 
@@ -70,6 +84,10 @@ function pushbackMs(error: unknown): number | undefined {
 
 function isAbort(error: unknown): boolean {
   return error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError');
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise<void>((resolve) => setTimeout(resolve, ms));
 }
 
 function abortableDelay(ms: number, signal?: AbortSignal): Promise<void> {

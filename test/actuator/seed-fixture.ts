@@ -101,7 +101,7 @@ export const allowRule = (...cidrs: string[]) => ({ rule: { action: 'ALLOW', typ
 export const denyRule = (...cidrs: string[]) => ({ rule: { action: 'DENY', type: 'remote_ip', cidrs } });
 
 /** The controller as the tests run it: in-process, 2 workers, no periodic resync, no combined debounce; caches started, workers running. */
-export async function startTestController(kubeConfig: KubeConfig, options: { operator?: OperatorConfig; client?: KubeClusterClient } = {}): Promise<AclController> {
+export async function startTestController(kubeConfig: KubeConfig, options: { operator?: OperatorConfig; client?: KubeClusterClient; watchIdleTimeoutMs?: number } = {}): Promise<AclController> {
   const controller = new AclController({
     kubeConfig,
     client: options.client ?? new KubeClusterClient(kubeConfig),
@@ -111,6 +111,7 @@ export async function startTestController(kubeConfig: KubeConfig, options: { ope
     workers: 2,
     resyncPeriodMs: 3_600_000,
     combinedMinIntervalMs: 0,
+    ...(options.watchIdleTimeoutMs ? { watchIdleTimeoutMs: options.watchIdleTimeoutMs } : {}),
   });
   await controller.startCaches();
   controller.startWorkers();

@@ -45,6 +45,12 @@ const parse = (raw: unknown): Raw | undefined => {
   return meta && typeof meta.name === 'string' ? (raw as Raw) : undefined;
 };
 
+/** "<shoot> <gateway namespace>" of a gap line ("<id> CONNECT <ns>:<port> ..." or "<id> SNI <ns>[:] ..."). */
+function gapPair(gap: string): string {
+  const [id = '', , where = ''] = gap.split(' ');
+  return `${id} ${where.split(':')[0] ?? ''}`;
+}
+
 export class ContinuityChecker {
   private readonly combined: ResilientInformer<Raw>;
   private readonly managedResources: ResilientInformer<Raw>;
@@ -54,11 +60,14 @@ export class ContinuityChecker {
   private readonly controllerGaps: GapRecord[] = [];
   private readonly faultGaps: (GapRecord & { openMs: number | undefined })[] = [];
   private readonly announced = new Set<string>();
-  /** Shoots seen fully protected at least once: before that a shoot is being set up, not lapsing. */
+  /**
+   * "<shoot> <gateway namespace>" pairs seen fully protected at least once: before that the
+   * shoot (or a new gateway) is being set up, not lapsing.
+   */
   private readonly protectedOnce = new Set<string>();
   private states = 0;
 
-  constructor(kubeConfig: KubeConfig, private readonly topology: Topology) {
+  constructor(kubeConfig: KubeConfig, private topology: Topology) {
     const informer = (path: string, labelSelector: string | undefined, kind: string) =>
       new ResilientInformer<Raw>({
         kubeConfig,
@@ -66,7 +75,7 @@ export class ContinuityChecker {
         ...(labelSelector ? { labelSelector } : {}),
         parse,
         onChange: (_event, obj) => this.evaluate(`${kind} ${obj.metadata.namespace ?? ''}/${obj.metadata.name}`, obj.metadata.resourceVersion),
-        logger: testLogger(),
+        logger: testLogger().child({ component: 'continuity-checker' }),
         initialBackoffMs: 50,
         maxBackoffMs: 500,
       });
@@ -87,9 +96,20 @@ export class ContinuityChecker {
     this.evaluate('expectations changed', undefined);
   }
 
+  /** A gateway added or removed: gaps on a new gateway count once it was protected there. */
+  setTopology(topology: Topology): void {
+    this.topology = topology;
+    this.evaluate('topology changed', undefined);
+  }
+
   /** The next stored change of `key` ("EnvoyFilter ns/name", "ManagedResource ns/name", "Secret ns/name") is an injected fault. */
   fault(key: string): void {
     this.announced.add(key);
+  }
+
+  /** Whether the change announced with fault(key) has reached the checker's caches. */
+  faultObserved(key: string): boolean {
+    return !this.announced.has(key);
   }
 
   /** Gaps open now (evaluated on the caches as they are), for the expectations or for `shoots`. */
@@ -142,10 +162,14 @@ export class ContinuityChecker {
     this.states++;
     const now = performance.now();
     const all = protectionGaps(this.stored(), this.expectations, this.topology);
+    const open = new Set(all.map(gapPair));
     for (const shoot of this.expectations) {
-      if (!all.some((g) => g.startsWith(`${shoot.technicalID} `))) this.protectedOnce.add(shoot.technicalID);
+      for (const namespace of new Set([...this.topology.gateways, ...shoot.sniGateways])) {
+        const pair = `${shoot.technicalID} ${namespace}`;
+        if (!open.has(pair)) this.protectedOnce.add(pair);
+      }
     }
-    const gaps = new Set(all.filter((g) => this.protectedOnce.has(g.split(' ')[0] ?? '')));
+    const gaps = new Set(all.filter((g) => this.protectedOnce.has(gapPair(g))));
     const fault = this.announced.delete(what);
     for (const [gap, open] of this.openGaps) {
       if (gaps.has(gap)) continue;

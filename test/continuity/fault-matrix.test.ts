@@ -12,10 +12,10 @@ import { AclController } from '../../src/actuator/controller.js';
 import { MANAGED_RESOURCE_NAME } from '../../src/actuator/managed-resource.js';
 import { listAll } from '../../src/kube/list-watch.js';
 import { deleteObject, jsonPatch, mergePatch, type ObjectRef } from '../../src/kube/objects-client.js';
-import { DEFAULT_GW, ZONAL_GW, allowRule, createSeed, denyRule, technicalID, type ShootFixture, startTestController } from '../actuator/seed-fixture.js';
+import { DEFAULT_GW, ZONAL_GW, allowRule, type GatewayFixture, createSeed, denyRule, technicalID, type ShootFixture, startTestController } from '../actuator/seed-fixture.js';
 import type { ControlPlane } from '../kube/control-plane.js';
 import { eventually, sleep, startWithCRDs } from '../kube/kube-test-helpers.js';
-import { startApiFaultProxy, type ApiFaultProxy } from '../support/api-fault-proxy.js';
+import { startApiFaultProxy, type ApiFaultProxy, type FaultMode } from '../support/api-fault-proxy.js';
 import { rule } from '../support/test-seed.js';
 import { ContinuityChecker } from './checker.js';
 import { cidrs, type ShootExpectation } from './protection-oracle.js';
@@ -24,6 +24,7 @@ import { cidrs, type ShootExpectation } from './protection-oracle.js';
 const operator: OperatorConfig = { ...defaultOperatorConfig(), maxObjectBytes: 16 * 1024 };
 const GATEWAYS = [DEFAULT_GW, ZONAL_GW];
 const REPAIR_LIMIT_MS = 10_000;
+const WATCH_IDLE_MS = 10_000;
 
 interface Owned {
   readonly fixture: ShootFixture;
@@ -80,14 +81,44 @@ describe('protection continuity through the fault matrix (real kube-apiserver)',
       return controller.idle();
     }, 60_000);
   };
+  /** The checker has seen the injected change (so a gap it opens is judged, not missed). */
+  const faultSeen = (key: string) => eventually(`${key} seen by the checker`, () => checker.faultObserved(key), 10_000);
+  const foreignDeleteOfACombinedFilter = async () => {
+    const [target] = await combinedNames();
+    if (!target) throw new Error('no combined filter');
+    checker.fault(`EnvoyFilter ${target.namespace}/${target.name}`);
+    await deleteObject(cp.kubeConfig, filterRef(target.namespace, target.name));
+    await faultSeen(`EnvoyFilter ${target.namespace}/${target.name}`);
+  };
+  /** The API server (played by the proxy) misbehaves for `ms`, then a foreign delete follows. */
+  const serverFaultThenDelete = async (mode: FaultMode, ms: number, what: string) => {
+    proxy.setMode(mode);
+    await sleep(ms);
+    proxy.setMode({ kind: 'forward' });
+    await foreignDeleteOfACombinedFilter();
+    await judged(what);
+    await recovered(`caches watching after ${what}`);
+  };
+  /** The controller follows the server again: every cache listed and watching (after a fault that broke them). */
+  const recovered = async (what: string) => {
+    try {
+      await eventually(what, () => controller.cachesSynced() && controller.cachesWatching(), 90_000);
+    } catch (error) {
+      throw new Error(`${(error as Error).message}; not watching: ${controller.cachesNotWatching().join(', ')}`);
+    }
+  };
   /** After a scenario: nothing charged to the controller, every fault gap closed within the limit. */
-  const judged = async (what: string) => {
+  let judgedFaults = 0;
+  const judged = async (what: string, limitMs = REPAIR_LIMIT_MS) => {
     await protectedNow(`${what}: protected again`);
     const report = checker.report();
     expect(report.controllerGaps, `${what}: gaps the controller caused`).toEqual([]);
-    const slow = report.faultGaps.filter((g) => g.openMs === undefined || g.openMs > REPAIR_LIMIT_MS);
-    expect(slow, `${what}: fault gaps not repaired within ${REPAIR_LIMIT_MS} ms`).toEqual([]);
-    return report;
+    // Each scenario judges the fault gaps it caused.
+    const mine = report.faultGaps.slice(judgedFaults);
+    judgedFaults = report.faultGaps.length;
+    const slow = mine.filter((g) => g.openMs === undefined || g.openMs > limitMs);
+    expect(slow, `${what}: fault gaps not repaired within ${limitMs} ms`).toEqual([]);
+    return { ...report, faultGaps: mine };
   };
 
   beforeAll(async () => {
@@ -95,7 +126,8 @@ describe('protection continuity through the fault matrix (real kube-apiserver)',
     proxy = await startApiFaultProxy(cp);
     await createSeed(cp.kubeConfig, GATEWAYS, BASE.map((o) => o.fixture));
     const kubeConfig = proxy.kubeConfigVia(cp.kubeConfig);
-    controller = await startTestController(kubeConfig, { operator });
+    // A 10 s watch idle timeout (90 s in production) keeps the half-open scenario short.
+    controller = await startTestController(kubeConfig, { operator, watchIdleTimeoutMs: WATCH_IDLE_MS });
     checker = new ContinuityChecker(cp.kubeConfig, { gateways: GATEWAYS.map((g) => g.namespace), connectPorts: operator.protectedPorts, sniPort: operator.sniPort });
     await checker.start([]);
     checker.expect(shoots.map(expectation));
@@ -114,6 +146,7 @@ describe('protection continuity through the fault matrix (real kube-apiserver)',
     for (const f of await combinedNames()) {
       checker.fault(`EnvoyFilter ${f.namespace}/${f.name}`);
       await deleteObject(cp.kubeConfig, filterRef(f.namespace, f.name));
+      await faultSeen(`EnvoyFilter ${f.namespace}/${f.name}`);
       await protectedNow(`repaired ${f.namespace}/${f.name}`, REPAIR_LIMIT_MS);
     }
     const report = await judged('foreign deletes');
@@ -125,6 +158,7 @@ describe('protection continuity through the fault matrix (real kube-apiserver)',
     if (!target) throw new Error('no combined filter');
     checker.fault(`EnvoyFilter ${target.namespace}/${target.name}`);
     await jsonPatch(cp.kubeConfig, filterRef(target.namespace, target.name), [{ op: 'replace', path: '/spec/configPatches/0/patch/value/typed_config/rules/policies', value: {} }]);
+    await faultSeen(`EnvoyFilter ${target.namespace}/${target.name}`);
     await protectedNow('edit repaired', REPAIR_LIMIT_MS);
     await judged('foreign edit');
   }, 60_000);
@@ -134,11 +168,13 @@ describe('protection continuity through the fault matrix (real kube-apiserver)',
       const ref = mrRef(technicalID(o.fixture));
       checker.fault(`ManagedResource ${ref.namespace}/${ref.name}`);
       await deleteObject(cp.kubeConfig, ref);
+      await faultSeen(`ManagedResource ${ref.namespace}/${ref.name}`);
       await protectedNow(`ManagedResource of ${ref.namespace ?? ''} recreated`, REPAIR_LIMIT_MS);
     }
     const edited = mrRef(technicalID(BASE[5]?.fixture ?? BASE[0]!.fixture));
     checker.fault(`ManagedResource ${edited.namespace}/${edited.name}`);
     await mergePatch(cp.kubeConfig, edited, { spec: { secretRefs: [] } });
+    await faultSeen(`ManagedResource ${edited.namespace}/${edited.name}`);
     await protectedNow('ManagedResource edit reverted', REPAIR_LIMIT_MS);
     const report = await judged('ManagedResource faults');
     expect(report.faultGaps.filter((g) => g.gap.includes(' SNI ')).length).toBeGreaterThan(0);
@@ -172,22 +208,42 @@ describe('protection continuity through the fault matrix (real kube-apiserver)',
     await judged('grow and shrink');
   }, 120_000);
 
+  it('half-open watches (the connections stay up, nothing arrives): a foreign delete is repaired once the watchdog re-opens them', async () => {
+    proxy.setMode({ kind: 'stall-watches' });
+    proxy.setMode({ kind: 'forward' }); // only the open connections are dead; new ones work
+    await foreignDeleteOfACombinedFilter();
+    // Nothing arrives on the dead connections until the watchdog gives up on them.
+    await protectedNow('repaired through re-opened watches', WATCH_IDLE_MS + REPAIR_LIMIT_MS);
+    const report = await judged('half-open watches', WATCH_IDLE_MS + REPAIR_LIMIT_MS);
+    expect(report.faultGaps.length).toBeGreaterThan(0);
+  }, 60_000);
+
   it('API server restart: no gap', async () => {
     await cp.restartApiServer();
     await settled('after restart');
     await judged('API server restart');
+    // The restarted API server answers 429 while its watch cache re-initializes (often 20 s and more).
+    await recovered('caches watching after the restart');
   }, 120_000);
 
   it('a storm of 429 Retry-After: no gap during it; a foreign delete right after is repaired', async () => {
-    proxy.setMode({ kind: 'throttle', retryAfterSeconds: 2 });
-    await sleep(8_000);
-    proxy.setMode({ kind: 'forward' });
-    const [target] = await combinedNames();
-    if (!target) throw new Error('no combined filter');
-    checker.fault(`EnvoyFilter ${target.namespace}/${target.name}`);
-    await deleteObject(cp.kubeConfig, filterRef(target.namespace, target.name));
-    await judged('429 storm');
+    await serverFaultThenDelete({ kind: 'throttle', retryAfterSeconds: 2 }, 8_000, '429 storm');
   }, 60_000);
+
+  it('slow 503s for 8 s: no gap during them; a foreign delete right after is repaired', async () => {
+    await serverFaultThenDelete({ kind: 'slow-error', status: 503, delayMs: 2_000 }, 8_000, 'slow 5xx');
+  }, 90_000);
+
+  it('a gateway added: every shoot protected there too; its Deployment removed again: protection stays', async () => {
+    const Z2: GatewayFixture = { namespace: 'istio-ingress--z2', istioLabel: 'ingressgateway--zone--z2' };
+    await createSeed(cp.kubeConfig, [Z2], []);
+    checker.setTopology({ gateways: [...GATEWAYS, Z2].map((g) => g.namespace), connectPorts: operator.protectedPorts, sniPort: operator.sniPort });
+    await protectedNow('protected on the new gateway', 30_000);
+    await deleteObject(cp.kubeConfig, deploymentRef(Z2.namespace));
+    await sleep(2_000);
+    await settled('Deployment of the new gateway gone');
+    await judged('gateway added and removed');
+  }, 90_000);
 
   it('an oversized shoot: every other shoot stays protected', async () => {
     const huge: ShootFixture = {
@@ -200,10 +256,7 @@ describe('protection continuity through the fault matrix (real kube-apiserver)',
     await settled('oversized shoot reconciled');
     await judged('oversized shoot');
     // Still repairing for the others.
-    const [target] = await combinedNames();
-    if (!target) throw new Error('no combined filter');
-    checker.fault(`EnvoyFilter ${target.namespace}/${target.name}`);
-    await deleteObject(cp.kubeConfig, filterRef(target.namespace, target.name));
+    await foreignDeleteOfACombinedFilter();
     await judged('foreign delete next to an oversized shoot');
   }, 150_000);
 });

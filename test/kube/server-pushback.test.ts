@@ -16,6 +16,20 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => new Promise((resolve) => s.close(resolve))));
 });
 
+/** A KubeConfig for a plain-HTTP test server, once it listens on loopback. */
+async function kubeConfigFor(server: http.Server): Promise<KubeConfig> {
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromOptions({
+    clusters: [{ name: 's', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
+    users: [{ name: 'u' }],
+    contexts: [{ name: 's', cluster: 's', user: 'u' }],
+    currentContext: 's',
+  });
+  return kubeConfig;
+}
+
 /** A server that answers 429 Retry-After: 1 until `throttleMs` after start, then 200 {}. */
 async function throttlingServer(throttleMs: number): Promise<{ kubeConfig: KubeConfig; hits: number[] }> {
   const started = performance.now();
@@ -31,16 +45,7 @@ async function throttlingServer(throttleMs: number): Promise<{ kubeConfig: KubeC
     res.writeHead(200, { 'Content-Type': 'application/json' });
     res.end('{}');
   });
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const kubeConfig = new KubeConfig();
-  kubeConfig.loadFromOptions({
-    clusters: [{ name: 's', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
-    users: [{ name: 'u' }],
-    contexts: [{ name: 's', cluster: 's', user: 'u' }],
-    currentContext: 's',
-  });
-  return { kubeConfig, hits };
+  return { kubeConfig: await kubeConfigFor(server), hits };
 }
 
 /** Retries like a controller worker: at once after every failure. */
@@ -69,6 +74,32 @@ describe('server pushback (Retry-After shared by all requests of a KubeConfig)',
     expect((probes[1] ?? 0) - (probes[0] ?? 0)).toBeGreaterThanOrEqual(950);
     expect(hits.length).toBe(10 + 2 + 10);
     expect(serverPushback(kubeConfig).remainingMs()).toBe(0);
+  });
+
+  it('a probe that hangs holds the others back for 2 s at most', async () => {
+    let calls = 0;
+    const server = http.createServer((_req, res) => {
+      calls++;
+      if (calls === 1) {
+        res.writeHead(429, { 'Content-Type': 'application/json', 'Retry-After': '0' });
+        res.end('{}');
+        return;
+      }
+      if (calls === 2) return; // the probe: never answered
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end('{}');
+    });
+    const kubeConfig = await kubeConfigFor(server);
+    await expect(restRequest(kubeConfig, { path: '/a' })).rejects.toMatchObject({ code: 429 });
+    const hanging = restRequest(kubeConfig, { path: '/probe', timeoutMs: 20_000 }).catch(() => 'aborted');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const started = performance.now();
+    await restRequest(kubeConfig, { path: '/b', timeoutMs: 10_000 });
+    const waited = performance.now() - started;
+    expect(waited).toBeGreaterThanOrEqual(1_900);
+    expect(waited).toBeLessThan(3_000);
+    server.closeAllConnections();
+    expect(await hanging).toBe('aborted');
   });
 
   it('counts the wait against the request deadline', async () => {

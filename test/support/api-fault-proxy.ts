@@ -9,6 +9,7 @@
  * credentials impersonating the client's user and groups, so RBAC still judges the client.
  */
 import { X509Certificate } from 'node:crypto';
+import type http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
@@ -20,7 +21,10 @@ import { issueServingCert, type ControlPlane } from '../kube/control-plane.js';
 export type FaultMode =
   | { kind: 'forward' }
   | { kind: 'throttle'; retryAfterSeconds: number }
-  | { kind: 'slow-error'; status: number; delayMs: number };
+  | { kind: 'slow-error'; status: number; delayMs: number }
+  // Watches go half-open: open ones stop delivering (the connection stays up), new ones are
+  // accepted and never deliver; other requests pass. Stalled watches stay stalled for good.
+  | { kind: 'stall-watches' };
 
 export interface ApiFaultProxy {
   readonly url: string;
@@ -46,11 +50,16 @@ export async function startApiFaultProxy(cp: ControlPlane): Promise<ApiFaultProx
   const admin: https.RequestOptions = {};
   await cp.kubeConfig.applyToHTTPSOptions(admin);
   const target = new URL(cp.server);
-  const agent = new https.Agent({ keepAlive: true });
+  // No keep-alive upstream: a pooled connection the API server closed as idle would make the
+  // proxy hang up on its client, a fault of the proxy, not one the test injects.
+  const agent = new https.Agent({ keepAlive: false });
+  /** Open watch responses, so that `stall-watches` can cut their flow. */
+  const openWatches = new Set<{ up: http.IncomingMessage; res: http.ServerResponse }>();
 
   const server = https.createServer({ cert: serving.cert, key: serving.key, ca: cp.ca.cert, requestCert: true, rejectUnauthorized: false }, (req, res) => {
     const path = req.url ?? '/';
-    requests.push({ at: performance.now(), method: req.method ?? 'GET', path, watch: /[?&]watch=(true|1)/.test(path) });
+    const isWatch = /[?&]watch=(true|1)/.test(path);
+    requests.push({ at: performance.now(), method: req.method ?? 'GET', path, watch: isWatch });
     const status = (code: number, message: string, headers: Record<string, string> = {}) => {
       res.writeHead(code, { 'Content-Type': 'application/json', ...headers });
       res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code, message, reason: code === 429 ? 'TooManyRequests' : 'ServiceUnavailable' }));
@@ -79,7 +88,21 @@ export async function startApiFaultProxy(cp: ControlPlane): Promise<ApiFaultProx
       { protocol: 'https:', hostname: target.hostname, port: target.port, path, method: req.method, headers, cert: admin.cert, key: admin.key, ca: admin.ca, agent },
       (up) => {
         res.writeHead(up.statusCode ?? 502, up.headers);
+        // The API server sends a watch's headers at once, events maybe minutes later: without
+        // this, Node holds the headers back until the first event and the client sees nothing.
+        res.flushHeaders();
+        if (isWatch && mode.kind === 'stall-watches') {
+          // Accepted, then silent: headers go out, events never do.
+          up.resume();
+          res.on('close', () => up.destroy());
+          return;
+        }
         up.pipe(res);
+        if (isWatch) {
+          const entry = { up, res };
+          openWatches.add(entry);
+          res.on('close', () => openWatches.delete(entry));
+        }
         // An API server that goes away mid-response (restart) closes its connections: so does
         // the proxy, or every watch through it would hang half-open.
         up.on('error', () => res.destroy());
@@ -108,6 +131,13 @@ export async function startApiFaultProxy(cp: ControlPlane): Promise<ApiFaultProx
     },
     setMode(next) {
       mode = next;
+      if (next.kind === 'stall-watches') {
+        for (const { up, res } of openWatches) {
+          up.unpipe(res);
+          up.resume(); // drained and dropped: the client sees silence on a live connection
+        }
+        openWatches.clear();
+      }
     },
     async close() {
       server.closeAllConnections();
