@@ -33,6 +33,8 @@ Serves the admission webhooks over HTTPS: /mutate-envoyfilter (seed) and /valida
   --service NAME.NAMESPACE     Service the API server calls (SANs of the self-signed certificate)
   --ca-out PATH                write the self-signed CA (the caBundle) to PATH
   --probe-port PORT            plain HTTP /healthz, /readyz, /metrics (default 8081)
+  --controller-username USER   the controller's authenticated user (e.g. system:serviceaccount:garden:gardener-acl);
+                               its writes of combined filters pass unchanged, everyone else's are rewritten
   --log-level LEVEL            trace|debug|info|warn|error (default info)`;
 
 export const WEBHOOK_CONFIG_USAGE = `usage: gardener-acl webhook-config (--url URL | --service NAME.NAMESPACE[:PORT]) --ca-bundle-file PATH [options]
@@ -75,6 +77,7 @@ const serveArgs = z
     service: serviceRef.optional(),
     'ca-out': z.string().optional(),
     'probe-port': port('--probe-port'),
+    'controller-username': z.string().min(1, { error: '--controller-username must not be empty' }).optional(),
     'log-level': z.enum(['trace', 'debug', 'info', 'warn', 'error']),
   })
   .refine((a) => !a['ca-out'] || a['self-signed'], { error: '--ca-out needs --self-signed', path: ['ca-out'] });
@@ -133,6 +136,7 @@ export async function webhookCommand(argv: readonly string[], io: CommandIO): Pr
     service: { type: 'string' },
     'ca-out': { type: 'string' },
     'probe-port': { type: 'string', default: '8081' },
+    'controller-username': { type: 'string' },
     'log-level': { type: 'string', default: 'info' },
   });
   if (!flags.values) return flags.exit;
@@ -157,6 +161,7 @@ export async function webhookCommand(argv: readonly string[], io: CommandIO): Pr
     operator,
     cache,
     validateShoots: a.webhooks.includes('shoot'),
+    ...(a['controller-username'] ? { controllerUsername: a['controller-username'] } : {}),
     certificates: await certificateSource(a),
     host: a.host,
     port: a.port,

@@ -12,7 +12,6 @@
 import jsonpatch, { type Operation } from 'fast-json-patch';
 import { z } from 'zod';
 import type { OperatorConfig } from '../acl/operator-config.js';
-import { FIELD_MANAGER } from '../actuator/kube-cluster-client.js';
 import { CONNECT_FILTER_PREFIX } from '../rbac/combined-connect-filters.js';
 import { legacyProxyPatch } from '../rbac/legacy-proxy-patch.js';
 import { deny, type AdmissionRequest, type AdmissionVerdict } from './admission-review.js';
@@ -29,7 +28,13 @@ type EnvoyFilter = z.infer<typeof envoyFilterSchema>;
 
 const ALLOW: AdmissionVerdict = { allowed: true };
 
-export function mutateEnvoyFilter(request: AdmissionRequest, index: AclIndex, operator: OperatorConfig): AdmissionVerdict {
+/**
+ * `controllerUsername`: the AUTHENTICATED user (request.userInfo.username, set by the API
+ * server) whose writes of combined filters are let through unchanged: the controller, which
+ * writes them from recorded state. Nothing a client sends about itself (such as
+ * `fieldManager`) is trusted. Without it, every write of a combined filter is rewritten.
+ */
+export function mutateEnvoyFilter(request: AdmissionRequest, index: AclIndex, operator: OperatorConfig, controllerUsername?: string): AdmissionVerdict {
   if (request.operation !== 'CREATE' && request.operation !== 'UPDATE') return ALLOW;
   const parsed = envoyFilterSchema.safeParse(request.object);
   if (!parsed.success) return deny(400, 'BadRequest', `request.object is not an EnvoyFilter: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'object'} ${i.message}`).join('; ')}`);
@@ -43,7 +48,7 @@ export function mutateEnvoyFilter(request: AdmissionRequest, index: AclIndex, op
   // Refusing is safer than guessing: an empty cache would strip every legacy filter's RBAC.
   if (!index.synced()) return deny(503, 'ServiceUnavailable', 'the webhook caches are not synced yet; retry shortly');
   if (isLegacy) return { allowed: true, patch: legacyProxyPatch(request.object, (id) => index.legacyAcl(id), operator.legacyProxyPort) };
-  if (request.options?.fieldManager === FIELD_MANAGER) return ALLOW;
+  if (controllerUsername !== undefined && request.userInfo?.username === controllerUsername) return ALLOW;
   return authoritativeCombined(request, filter, index);
 }
 

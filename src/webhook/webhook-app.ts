@@ -25,6 +25,8 @@ export interface WebhookAppOptions {
   readonly port: number;
   readonly logger: Logger;
   readonly registry: Registry;
+  /** The controller's authenticated user: its writes of combined filters pass unchanged. */
+  readonly controllerUsername?: string;
   /** Extra routes on the same server (the benchmark's echo baseline). */
   readonly extraRoutes?: (server: WebhookServer) => void;
 }
@@ -37,11 +39,11 @@ export interface RunningWebhookApp {
   stop(): Promise<void>;
 }
 
-export function admissionRoutes(operator: OperatorConfig, cache: AdmissionCacheSource | undefined, validateShoots: boolean): WebhookRoute[] {
+export function admissionRoutes(operator: OperatorConfig, cache: AdmissionCacheSource | undefined, validateShoots: boolean, controllerUsername?: string): WebhookRoute[] {
   const routes: WebhookRoute[] = [];
   if (cache) {
     const index = new AclIndex(cache, operator);
-    routes.push({ name: 'envoyfilter', path: MUTATING_WEBHOOK_PATH, handle: (r) => mutateEnvoyFilter(r, index, operator) });
+    routes.push({ name: 'envoyfilter', path: MUTATING_WEBHOOK_PATH, handle: (r) => mutateEnvoyFilter(r, index, operator, controllerUsername) });
   }
   if (validateShoots) routes.push({ name: 'shoot', path: VALIDATING_WEBHOOK_PATH, handle: (r) => validateShoot(r, operator.maxCIDRs) });
   return routes;
@@ -70,7 +72,7 @@ export async function startWebhookApp(options: WebhookAppOptions): Promise<Runni
         })
       : undefined;
   const tls = watcher ? await watcher.start() : (source as { pair: KeyPair }).pair;
-  const listening = createWebhookServer({ tls, routes: admissionRoutes(options.operator, options.cache, options.validateShoots), logger, metrics });
+  const listening = createWebhookServer({ tls, routes: admissionRoutes(options.operator, options.cache, options.validateShoots, options.controllerUsername), logger, metrics });
   serving.server = listening;
   options.extraRoutes?.(listening);
   try {

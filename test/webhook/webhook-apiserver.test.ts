@@ -163,6 +163,11 @@ describe('admission webhooks through a real kube-apiserver', () => {
     await mergePatch(cp.kubeConfig, filterRef('acl-connect-8132-000'), { spec: { configPatches: [] } });
     expect(jsonEqual((await stored('acl-connect-8132-000')).spec, target!.spec)).toBe(true);
 
+    // Claiming to be the controller (its field manager name) changes nothing: only the
+    // authenticated user could, and this one is not the controller.
+    await mergePatch(cp.kubeConfig, filterRef('acl-connect-8132-000'), { spec: { configPatches: [] } }, { fieldManager: 'gardener-acl' });
+    expect(jsonEqual((await stored('acl-connect-8132-000')).spec, target!.spec)).toBe(true);
+
     expect(await refusal(createObject(cp.kubeConfig, { ...stale, metadata: { name: 'acl-connect-9999-000', namespace: GW } } as never))).toContain(
       'names starting "acl-connect-" are reserved',
     );
