@@ -45,6 +45,12 @@ export function createWebhookServer(options: WebhookServerOptions): WebhookServe
     requestTimeout: options.requestTimeoutMs ?? 30_000,
     keepAliveTimeout: 90_000,
     return503OnClosing: true,
+    // Another extension's providerConfig may legitimately carry `__proto__` or
+    // `constructor.prototype` keys; refusing such a review (Fastify's default, 400) would block
+    // every update of that Shoot. The keys are dropped from our parsed copy instead: we never
+    // write that part back, and no object of ours gets a prototype from the request.
+    onProtoPoisoning: 'remove',
+    onConstructorPoisoning: 'remove',
     loggerInstance: options.logger as FastifyBaseLogger,
     // Refusals are logged by the handler; a line per admission request would drown everything else.
     logController: new LogController({ disableRequestLogging: true }),
