@@ -216,11 +216,27 @@ export class AclController {
   }
 
 
-  async stop(): Promise<void> {
+  /**
+   * Takes no more work and waits for the reconciles in flight (at most `timeoutMs`; their
+   * requests have their own deadlines). Resolves true when every worker has finished. A leader
+   * calls this before it releases the Lease, so that nothing it still writes can land after a
+   * successor's first write.
+   */
+  async stopWorkers(timeoutMs = 30_000): Promise<boolean> {
     this.stopping = true;
     if (this.resyncTimer) clearInterval(this.resyncTimer);
     this.queue.shutDown();
-    await Promise.allSettled(this.workerLoops);
+    let timer: NodeJS.Timeout | undefined;
+    const finished = await Promise.race([
+      Promise.allSettled(this.workerLoops).then(() => true),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs))),
+    ]);
+    clearTimeout(timer);
+    return finished;
+  }
+
+  async stop(): Promise<void> {
+    await this.stopWorkers();
     await Promise.allSettled(this.caches().map((i) => i.stop()));
   }
 

@@ -1,5 +1,6 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
+import type { WriteFence } from '../kube/lease-fence.js';
 import { createApiWriteCounter } from '../kube/metrics.js';
 import {
   createObject,
@@ -22,10 +23,11 @@ export const FIELD_MANAGER = 'gardener-acl';
 export class KubeClusterClient implements ClusterClient {
   private readonly target: KubeClient;
 
-  constructor(kubeConfig: KubeConfig, options: { registry?: Registry; onWrite?: WriteHook } = {}) {
+  constructor(kubeConfig: KubeConfig, options: { registry?: Registry; onWrite?: WriteHook; fence?: WriteFence } = {}) {
     const counter = options.registry ? createApiWriteCounter(options.registry) : undefined;
     this.target = {
       kubeConfig,
+      ...(options.fence ? { fence: options.fence } : {}),
       onWrite: (verb, kind) => {
         counter?.(verb, kind);
         options.onWrite?.(verb, kind);

@@ -6,6 +6,7 @@ import { Registry, collectDefaultMetrics } from 'prom-client';
 import { z } from 'zod';
 import { AclController } from '../actuator/controller.js';
 import { KubeClusterClient } from '../actuator/kube-cluster-client.js';
+import { LeaseFence } from '../kube/lease-fence.js';
 import { LeaderElector } from '../kube/leader-election.js';
 import { createLeaderElectionMetrics } from '../kube/metrics.js';
 import type { CommandIO } from './render-command.js';
@@ -29,6 +30,8 @@ Runs the extension controller for Extensions of type acl on a seed.
   --workers N                       concurrent reconciles (default 5)
   --resync-period DURATION          full resync (default 10m)
   --combined-min-interval DURATION  least time between writes of the combined filters (default 60s)
+  --graceful-shutdown-timeout DURATION  on SIGTERM, wait this long for reconciles in flight before
+                                    the lease is released (default 30s)
   --log-level LEVEL                 trace|debug|info|warn|error (default info)`;
 
 const durationSchema = z.string().transform((text, ctx) => {
@@ -53,6 +56,7 @@ const argsSchema = z.object({
   workers: z.coerce.number({ error: 'must be a number' }).int({ error: 'must be a whole number from 1 to 100' }).min(1, { error: 'must be a whole number from 1 to 100' }).max(100, { error: 'must be a whole number from 1 to 100' }),
   'resync-period': durationSchema,
   'combined-min-interval': durationSchema,
+  'graceful-shutdown-timeout': durationSchema,
   'log-level': z.enum(['trace', 'debug', 'info', 'warn', 'error'], { error: 'must be trace, debug, info, warn or error' }),
 });
 
@@ -74,6 +78,7 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
         workers: { type: 'string', default: '5' },
         'resync-period': { type: 'string', default: '10m' },
         'combined-min-interval': { type: 'string', default: '60s' },
+        'graceful-shutdown-timeout': { type: 'string', default: '30s' },
         'log-level': { type: 'string', default: 'info' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -108,7 +113,10 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
 
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const client = new KubeClusterClient(kubeConfig, { registry });
+  // With leader election every write passes the lease fence: none is sent (and those in flight
+  // are aborted) once this replica may have lost the lease.
+  const fence = a['leader-elect'] ? new LeaseFence(`${a['leader-election-namespace']}/${a['leader-election-id']}`) : undefined;
+  const client = new KubeClusterClient(kubeConfig, { registry, ...(fence ? { fence } : {}) });
   const controller = new AclController({
     kubeConfig,
     client,
@@ -132,6 +140,7 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
         retryPeriodMs: a['retry-period'],
         metrics: createLeaderElectionMetrics(registry),
         logger,
+        ...(fence ? { fence } : {}),
         onStartedLeading: () => {
           logger.info('became leader; starting workers');
           controller.startWorkers();
@@ -144,9 +153,13 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
         },
       })
     : undefined;
+  // Order: stop taking work, let what is in flight finish (bounded), only then release the
+  // lease, so that no write of ours lands after a successor's first write.
   async function shutdown(code: number): Promise<void> {
     logger.info('shutting down');
-    await elector?.stop();
+    const finished = await controller.stopWorkers(a['graceful-shutdown-timeout']);
+    if (!finished) logger.warn({ timeoutMs: a['graceful-shutdown-timeout'] }, 'reconciles still in flight at the graceful shutdown timeout; the lease is kept (not released) so it expires on its own');
+    await elector?.stop({ release: finished });
     await controller.stop();
     probes.close();
     process.exit(code);

@@ -13,7 +13,11 @@
 // - stop() releases the Lease (empty holderIdentity) so a successor starts at once.
 //
 // Requests go through rest.ts so that each has a deadline: a hanging renew must not keep a
-// leader believing in a lease that has already expired.
+// leader believing in a lease that has already expired. Every expiry decision uses the monotonic
+// clock (performance.now): a wall-clock jump neither extends nor shortens leadership; the wall
+// clock only fills the Lease's renewTime/acquireTime for humans. An optional LeaseFence is
+// admitted up to `sentAt + renewDeadline` after each renewal and revoked on loss or stop, so
+// writes stop before another replica can win the Lease.
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { z } from 'zod';
@@ -21,6 +25,7 @@ import { z } from 'zod';
 import { sleep } from './backoff.js';
 import { describeError, isConflict, isNotFound } from './errors.js';
 import type { LeaderElectionMetrics } from './metrics.js';
+import type { LeaseFence } from './lease-fence.js';
 import { restRequest } from './rest.js';
 
 export type { LeaderElectionMetrics } from './metrics.js';
@@ -43,6 +48,10 @@ export interface LeaderElectorOptions {
   logger: Logger;
   /** leader_election_master_status (see metrics.ts createLeaderElectionMetrics). */
   metrics?: LeaderElectionMetrics;
+  /** Admitted while leading (see lease-fence.ts); the API client checks it before each write. */
+  fence?: LeaseFence;
+  /** Monotonic clock in ms (tests); default performance.now. */
+  monotonicNow?: () => number;
 }
 
 const leaseSpecSchema = z.looseObject({
@@ -84,12 +93,14 @@ export class LeaderElector {
   private observedRecord = '';
   private observedTime = 0;
   private observedDurationMs = 0;
+  private readonly now: () => number;
 
   constructor(options: LeaderElectorOptions) {
     this.opts = options;
     this.leaseDurationMs = options.leaseDurationMs ?? 15_000;
     this.renewDeadlineMs = options.renewDeadlineMs ?? 10_000;
     this.retryPeriodMs = options.retryPeriodMs ?? 2_000;
+    this.now = options.monotonicNow ?? (() => performance.now());
     // client-go's validation: otherwise a leader could still act after others may take over.
     if (!(this.leaseDurationMs > this.renewDeadlineMs)) throw new Error('leaseDuration must be greater than renewDeadline');
     if (!(this.renewDeadlineMs > this.retryPeriodMs * (1 + ACQUIRE_JITTER))) {
@@ -147,6 +158,7 @@ export class LeaderElector {
 
   private setLeading(leading: boolean, reason: StoppedLeadingReason = 'lost'): void {
     this.leading = leading;
+    if (!leading) this.opts.fence?.revoke(reason === 'lost' ? 'leadership lost' : 'leadership given up');
     this.opts.metrics?.leaderStatus(this.opts.name, leading);
     this.log.info(leading ? 'became leader' : `stopped leading (${reason})`);
     try {
@@ -170,7 +182,7 @@ export class LeaderElector {
       }
       let delay = this.retryPeriodMs * (1 + Math.random() * ACQUIRE_JITTER);
       // Wake up right when the current holder's lease runs out instead of up to a period later.
-      const untilExpiry = this.observedTime + this.observedDurationMs - Date.now();
+      const untilExpiry = this.observedTime + this.observedDurationMs - this.now();
       if (attempt === 'other' && untilExpiry > 0) delay = Math.min(delay, untilExpiry + 10);
       await sleep(delay, this.stopController.signal);
     }
@@ -178,11 +190,11 @@ export class LeaderElector {
   }
 
   private async renewUntilLost(): Promise<StoppedLeadingReason> {
-    let lastRenew = Date.now();
+    let lastRenew = this.lastRenewSent;
     while (!this.stopping) {
       await sleep(this.retryPeriodMs, this.stopController.signal);
       if (this.stopping) break;
-      const started = Date.now();
+      const started = this.now();
       const remaining = this.renewDeadlineMs - (started - lastRenew);
       if (remaining <= 0) break;
       try {
@@ -221,8 +233,12 @@ export class LeaderElector {
     this.observedDurationMs = (spec.leaseDurationSeconds ?? this.leaseDurationMs / 1000) * 1000;
   }
 
+  /** Monotonic time the last successful acquire/renew request was sent. */
+  private lastRenewSent = 0;
+
   private async tryAcquireOrRenew(timeoutMs: number): Promise<Attempt> {
-    const now = Date.now();
+    const now = this.now();
+    const wallNow = Date.now();
     const request = { timeoutMs, signal: this.stopController.signal };
     let lease: Lease | undefined;
     try {
@@ -240,8 +256,8 @@ export class LeaderElector {
       ...current,
       holderIdentity: this.opts.identity,
       leaseDurationSeconds: Math.ceil(this.leaseDurationMs / 1000),
-      acquireTime: ours && current.acquireTime ? current.acquireTime : microTime(now),
-      renewTime: microTime(now),
+      acquireTime: ours && current.acquireTime ? current.acquireTime : microTime(wallNow),
+      renewTime: microTime(wallNow),
       leaseTransitions: (current.leaseTransitions ?? 0) + (ours || !lease ? 0 : 1),
     };
     try {
@@ -271,6 +287,9 @@ export class LeaderElector {
       throw err;
     }
     this.observe(spec, now);
+    this.lastRenewSent = now;
+    // `now` was taken before the lease was even read: the stored renewal is later than that.
+    this.opts.fence?.admit(now + this.renewDeadlineMs);
     return 'ours';
   }
 

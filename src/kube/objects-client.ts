@@ -9,6 +9,7 @@ import { KubeConfig, PatchStrategy } from '@kubernetes/client-node';
 import { isConflict, isNotFound } from './errors.js';
 import { resolveResource, resourcePath } from './discovery.js';
 import { kubeObjectJsonSchema, type KubeObjectJson } from './object-json.js';
+import type { WriteFence } from './lease-fence.js';
 import { restRequest, type HttpMethod, type QueryValue } from './rest.js';
 
 export { isConflict, isNotFound } from './errors.js';
@@ -45,6 +46,8 @@ export interface KubeClient {
   onWrite?: WriteHook;
   /** Deadline per request (default rest.ts DEFAULT_REQUEST_TIMEOUT_MS). */
   timeoutMs?: number;
+  /** Writes are sent only while this allows them, and aborted when it closes (one writer). */
+  fence?: WriteFence;
 }
 /** A bare KubeConfig, or one with a write hook and a request deadline. */
 export type KubeTarget = KubeConfig | KubeClient;
@@ -100,6 +103,7 @@ interface WriteRequest {
 async function send(target: KubeTarget, write: WriteRequest): Promise<unknown> {
   const client = toClient(target);
   const path = await pathOf(client.kubeConfig, write.ref, write.withName, write.subresource);
+  client.fence?.check();
   client.onWrite?.(write.verb, write.ref.kind);
   return restRequest(client.kubeConfig, {
     method: write.method,
@@ -108,6 +112,7 @@ async function send(target: KubeTarget, write: WriteRequest): Promise<unknown> {
     body: write.body,
     contentType: write.contentType,
     timeoutMs: client.timeoutMs,
+    ...(client.fence ? { signal: client.fence.signal() } : {}),
   });
 }
 

@@ -8,6 +8,8 @@ import { Registry } from 'prom-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 
+import { KubeClusterClient } from '../../src/actuator/kube-cluster-client.js';
+import { FenceRefusedError, LeaseFence } from '../../src/kube/lease-fence.js';
 import { LeaderElector, type StoppedLeadingReason } from '../../src/kube/leader-election.js';
 import { createLeaderElectionMetrics } from '../../src/kube/metrics.js';
 import { getObject } from '../../src/kube/objects-client.js';
@@ -57,7 +59,7 @@ describe('LeaderElector against a real kube-apiserver', () => {
     await cp?.stop();
   });
 
-  function candidate(identity: string, lease: string, kubeConfig: KubeConfig = cp.kubeConfig): Candidate {
+  function candidate(identity: string, lease: string, kubeConfig: KubeConfig = cp.kubeConfig, fence?: LeaseFence): Candidate {
     const registry = new Registry();
     const c: Candidate = { identity, registry, startedAt: [], stopped: [], running: Promise.resolve(), elector: undefined as never };
     c.elector = new LeaderElector({
@@ -70,6 +72,7 @@ describe('LeaderElector against a real kube-apiserver', () => {
       onStoppedLeading: (reason) => c.stopped.push({ at: Date.now(), reason }),
       logger: testLogger(),
       metrics: createLeaderElectionMetrics(registry),
+      ...(fence ? { fence } : {}),
     });
     c.running = c.elector.run();
     candidates.push(c);
@@ -87,9 +90,9 @@ describe('LeaderElector against a real kube-apiserver', () => {
   const leaders = () => candidates.filter((c) => c.elector.isLeader());
 
   /** Starts the split-brain sampler, lets 'a' win, then adds follower 'b' and lets it settle. */
-  async function leaderAndFollower(lease: string, aKubeConfig = cp.kubeConfig): Promise<{ a: Candidate; b: Candidate }> {
+  async function leaderAndFollower(lease: string, aKubeConfig = cp.kubeConfig, aFence?: LeaseFence): Promise<{ a: Candidate; b: Candidate }> {
     watchForSplitBrain();
-    const a = candidate('a', lease, aKubeConfig);
+    const a = candidate('a', lease, aKubeConfig, aFence);
     await eventually('a leads', () => a.elector.isLeader());
     const b = candidate('b', lease);
     await sleep(500); // b has observed a's renewals
@@ -193,6 +196,41 @@ describe('LeaderElector against a real kube-apiserver', () => {
       await sleep(1_000);
       expect(leaders()).toEqual([b]);
       console.info(`leader election: a stepped down ${(lost?.at ?? 0) - cutAt} ms after the cut, b led ${bLeads - cutAt} ms after`);
+    });
+
+    it('one writer: a leader whose renewals fail stops writing before the other can win the Lease (its writes still reach the server)', async () => {
+      const lease = 'fenced';
+      const fence = new LeaseFence(`${NS}/${lease}`);
+      // The elector renews through the proxy that is cut; writes go straight to the API server,
+      // so only the fence can stop them.
+      const { a, b } = await leaderAndFollower(lease, proxy.kubeConfigVia(cp.kubeConfig), fence);
+      const sent: string[] = [];
+      const client = new KubeClusterClient(cp.kubeConfig, { fence, onWrite: (verb, kind) => sent.push(`${verb} ${kind}`) });
+      const cm = (n: number) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'fenced-writes', namespace: NS }, data: { n: String(n) } });
+      await client.apply(cm(0));
+      const accepted: number[] = [];
+      let refused = 0;
+      proxy.setMode('refuse');
+      const until = Date.now() + TIMINGS.leaseDurationMs + 2_000;
+      for (let n = 1; Date.now() < until; n++) {
+        try {
+          await client.apply(cm(n));
+          accepted.push(Date.now());
+        } catch (error) {
+          expect(error).toBeInstanceOf(FenceRefusedError);
+          refused++;
+        }
+        await sleep(50);
+      }
+      await eventually('b leads', () => b.elector.isLeader(), 5_000);
+      const bLeads = b.startedAt[0] ?? 0;
+      expect(accepted.length).toBeGreaterThan(0);
+      expect(refused).toBeGreaterThan(0);
+      expect(Math.max(...accepted)).toBeLessThan(bLeads);
+      // Refused writes were never sent.
+      expect(sent.length).toBe(1 + accepted.length);
+      expect(a.stopped[0]?.reason).toBe('lost');
+      proxy.setMode('forward');
     });
   });
 
