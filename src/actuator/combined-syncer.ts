@@ -224,6 +224,11 @@ export class CombinedSyncer {
 
   constructor(private readonly deps: CombinedSyncerDeps) {}
 
+  /** Whether some stored combined filter (on any gateway and port) still holds a policy of `technicalID`. */
+  holds(technicalID: string): boolean {
+    return this.deps.existing().some((filter) => storedPolicies(filter).has(technicalID));
+  }
+
   /**
    * Whether the STORED combined filters protect `shoot` exactly as recorded, on every gateway and
    * port: the `<namespace>:<port>` paths where they do not, and why the syncer cannot fix that

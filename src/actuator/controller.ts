@@ -152,7 +152,7 @@ export class AclController {
       now,
       logger,
       warn: (ext, reason, message) => recordWarningEvent(options.client, ext, reason, message, now()),
-      syncCombined: () => this.syncCombined(),
+      combinedHolds: (technicalID) => this.combined.holds(technicalID),
       combinedChanged: () => this.queue.add(COMBINED_KEY),
       combinedProtection: (shoot) => this.combined.protection(shoot),
       awaitCombined: (ext) => this.awaitingCombined.add(`${EXT_PREFIX}${ext.metadata.namespace}/${ext.metadata.name}`),

@@ -39,8 +39,8 @@ export interface ShootReconcilerDeps {
   readonly logger: Logger;
   /** Warning events on the Extension, for failures a shoot owner must see. */
   readonly warn: (ext: Extension, reason: string, message: string) => Promise<void>;
-  /** Rebuild the combined CONNECT filters from the caches, now (delete/migrate wait for it). */
-  readonly syncCombined: () => Promise<void>;
+  /** Whether some stored combined CONNECT filter still holds a policy of this shoot. */
+  readonly combinedHolds: (technicalID: string) => boolean;
   /** Ask for a combined rebuild soon (coalesced). */
   readonly combinedChanged: () => void;
   /** Where the stored combined filters do not protect `shoot` as recorded, and why, if known. */
@@ -297,12 +297,20 @@ export class ShootReconciler {
     if (!hasFinalizer(ext) && type === 'Delete') return DONE;
     const namespace = ext.metadata.namespace;
     const current = await client.get(MR_REF(namespace));
-    await client.delete(MR_REF(namespace));
-    for (const ref of ((current?.['spec'] as { secretRefs?: { name: string }[] } | undefined)?.secretRefs ?? [])) {
-      await client.delete({ apiVersion: 'v1', kind: 'Secret', name: ref.name, namespace });
+    if (current) {
+      await client.delete(MR_REF(namespace));
+      for (const ref of ((current['spec'] as { secretRefs?: { name: string }[] } | undefined)?.secretRefs ?? [])) {
+        await client.delete({ apiVersion: 'v1', kind: 'Secret', name: ref.name, namespace });
+      }
     }
-    // The combined filters are rebuilt without this shoot before the finalizer goes.
-    await this.deps.syncCombined();
+    // The finalizer goes only once no stored combined filter holds the shoot. The rebuild itself
+    // runs under the work queue's single combined key, never from here: two computations racing
+    // could otherwise store the older one last.
+    if (this.deps.combinedHolds(namespace)) {
+      this.deps.awaitCombined(ext);
+      this.deps.combinedChanged();
+      return { kind: 'retry', reason: 'waiting for the combined CONNECT filters to drop this shoot' };
+    }
     const recorded = stateSchema.safeParse(ext.status?.['state'] ?? {});
     // Taking the RBAC filter out is not a protection: a lagging webhook that keeps it only delays that.
     await this.triggerLegacyProxyFilters(namespace, recorded.success ? recorded.data.gatewayNamespaces : [], undefined);

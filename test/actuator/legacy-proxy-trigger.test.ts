@@ -42,7 +42,7 @@ function reconciler(client: ClusterClient): ShootReconciler {
     now: () => new Date(0),
     logger: testLogger(),
     warn: async () => undefined,
-    syncCombined: async () => undefined,
+    combinedHolds: () => false,
     combinedChanged: () => undefined,
     combinedProtection: () => ({ uncovered: [], problem: undefined }),
     awaitCombined: () => undefined,
