@@ -27,6 +27,7 @@ import { WATCHED } from '../gardener/watched-resources.js';
 import { EXTENSION_TYPE, seedGatewayWorkloads, type SeedInventory } from '../gardener/seed-acl.js';
 import { describeError, retryAfterMs } from '../kube/errors.js';
 import { ResilientInformer } from '../kube/informer.js';
+import { FenceRefusedError } from '../kube/lease-fence.js';
 import { kubeObjectJsonSchema, type KubeObjectJson } from '../kube/object-json.js';
 import { createWorkQueueMetrics } from '../kube/metrics.js';
 import { WorkQueue } from '../kube/work-queue.js';
@@ -288,6 +289,15 @@ export class AclController {
     if (result.waitingForCache) this.queue.addAfter(COMBINED_KEY, 100);
   }
 
+  /** The failure of an Extension's reconcile in its status (not after losing the lease: that replica must not write). */
+  private async reportFailure(key: string, error: unknown): Promise<void> {
+    if (!key.startsWith(EXT_PREFIX) || error instanceof FenceRefusedError || (error instanceof Error && error.cause instanceof FenceRefusedError)) return;
+    const [namespace, name] = key.slice(EXT_PREFIX.length).split('/');
+    const ext = this.informers.extensions.get(name ?? '', namespace);
+    if (!ext) return;
+    await this.reconciler.reportFailure(ext, `reconcile failed, retrying: ${describeError(error).slice(0, 1024)}`);
+  }
+
   private async process(key: string): Promise<'done' | 'retry'> {
     if (key === COMBINED_KEY) {
       const wait = this.lastCombinedWrite + (this.options.combinedMinIntervalMs ?? 0) - Date.now();
@@ -329,6 +339,7 @@ export class AclController {
         // An API error's own message carries headers and body; one line says what matters.
         const err = error instanceof ApiException ? describeError(error) : error;
         this.options.logger.error({ err, key, ...(shoot ? { shoot } : {}) }, 'reconcile failed; retrying with backoff');
+        await this.reportFailure(key, error);
         this.queue.addRateLimited(key, retryAfterMs(error) ?? 0);
       } finally {
         end();

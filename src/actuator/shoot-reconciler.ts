@@ -223,6 +223,19 @@ export class ShootReconciler {
     return { kind: 'retry', reason: problem ?? 'waiting for the combined CONNECT filters' };
   }
 
+  /**
+   * A reconcile that failed with an error (API refusal, timeout, ...) says so in the Extension's
+   * status, as Gardener's extension library does for every failure; the same error is not
+   * written twice, and a failing status write changes nothing (the retry comes anyway).
+   */
+  async reportFailure(ext: Extension, description: string): Promise<void> {
+    try {
+      await this.reportError(ext, operationType(ext), description, false);
+    } catch (error) {
+      this.log(ext).debug({ err: error instanceof Error ? error.message : String(error) }, 'could not write the failure into the status');
+    }
+  }
+
   private async reportError(ext: Extension, type: OperationType, description: string, configuration: boolean): Promise<void> {
     const previous = (ext.status?.['lastError'] as { description?: string } | undefined)?.description;
     const operation = ext.status?.['lastOperation'] as { type?: string; state?: string } | undefined;

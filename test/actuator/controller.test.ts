@@ -367,6 +367,33 @@ describe('extension controller on a real kube-apiserver', () => {
     }
   }, 120_000);
 
+  it('any failed reconcile (here the API server refuses the ManagedResource) reaches the status as Error, once', async () => {
+    const refuse = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', metadata: { name: 'refuse-mr' }, spec: {
+      failurePolicy: 'Fail',
+      matchConstraints: { resourceRules: [{ apiGroups: ['resources.gardener.cloud'], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: ['managedresources'] }] },
+      validations: [{ expression: "object.metadata.namespace != 'shoot--q--g'", message: 'ManagedResources of shoot--q--g are refused by the test' }],
+    } };
+    const bind = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name: 'refuse-mr' }, spec: { policyName: 'refuse-mr', validationActions: ['Deny'] } };
+    await createObject(cp.kubeConfig, refuse);
+    await createObject(cp.kubeConfig, bind);
+    const G: ShootFixture = { project: 'q', name: 'g', providerConfig: allowRule('192.0.2.0/25') };
+    try {
+      await sleep(1_000); // the policy takes effect
+      await createSeed(cp.kubeConfig, [], [G]);
+      const e = await eventually('failure reported', async () => (await ext(G))?.status?.lastOperation?.state === 'Error' && (await ext(G)), 30_000);
+      expect(e.status?.lastError?.description).toContain('reconcile failed, retrying: HTTP 422:');
+      expect(e.status?.lastError?.description).toContain('ManagedResources of shoot--q--g are refused by the test');
+      expect(e.status?.lastError?.codes).toBeUndefined();
+      const rv = (await ext(G))?.metadata.resourceVersion;
+      await sleep(2_000);
+      expect((await ext(G))?.metadata.resourceVersion).toBe(rv);
+    } finally {
+      await deleteObject(cp.kubeConfig, { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', name: 'refuse-mr' });
+      await deleteObject(cp.kubeConfig, { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', name: 'refuse-mr' });
+    }
+    await succeeded(G);
+  }, 120_000);
+
   it('a lasting error is written once and retried with backoff, not rewritten in a loop', async () => {
     // Its Gateway selects a gateway that has no Deployment: not a configuration problem, so retried.
     const F: ShootFixture = { project: 'q', name: 'f', providerConfig: allowRule('192.0.2.0/24'), gateway: { namespace: 'istio-ingress--z9', istioLabel: 'ingressgateway--zone--z9' } };
