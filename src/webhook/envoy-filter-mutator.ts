@@ -2,17 +2,15 @@
 // (a) Gardener's per-shoot legacy apiserver-proxy filters (names `shoot-...`) get the shoot's
 //     network RBAC filter first in their chain (an EnvoyFilter cannot patch a chain another one
 //     added, istio#41536), or lose it when the shoot has no active ACL;
-// (b) combined CONNECT filters (`acl-connect-...`) written by anyone but the controller are
-//     rewritten to the authoritative content, so no stale writer can install a filter that
-//     misses a shoot or a header. A name the authoritative set does not contain is refused on
-//     CREATE (the controller would only delete it again) and emptied on UPDATE (so metadata-only
-//     updates such as removing a finalizer still pass, and the object enforces nothing wrong
-//     until the controller deletes it).
-// fast-json-patch is CommonJS: under Node's ESM loader only its default export exists.
-import jsonpatch, { type Operation } from 'fast-json-patch';
+// (b) combined CONNECT filters (`acl-connect-...`) may be written only by the controller (its
+//     authenticated user); anyone else's create or spec change is refused, so no stale or foreign
+//     writer can install a filter that misses a shoot or a header, and no answer ever carries the
+//     combined content (every shoot's ranges, the seed's networks) to whoever can reach the port.
+//     Metadata-only updates (a finalizer removed) pass.
 import { z } from 'zod';
 import type { OperatorConfig } from '../acl/operator-config.js';
 import { CONNECT_FILTER_PREFIX } from '../rbac/combined-connect-filters.js';
+import { jsonEqual } from '../rbac/deep-equal.js';
 import { legacyProxyPatch } from '../rbac/legacy-proxy-patch.js';
 import { deny, type AdmissionRequest, type AdmissionVerdict } from './admission-review.js';
 import type { AclIndex } from './acl-index.js';
@@ -32,7 +30,8 @@ const ALLOW: AdmissionVerdict = { allowed: true };
  * `controllerUsername`: the AUTHENTICATED user (request.userInfo.username, set by the API
  * server) whose writes of combined filters are let through unchanged: the controller, which
  * writes them from recorded state. Nothing a client sends about itself (such as
- * `fieldManager`) is trusted. Without it, every write of a combined filter is rewritten.
+ * `fieldManager`) is trusted. Without it, every create or spec change of a combined filter is
+ * refused (the webhook configuration's matchConditions normally spare the controller the call).
  */
 export function mutateEnvoyFilter(request: AdmissionRequest, index: AclIndex, operator: OperatorConfig, controllerUsername?: string): AdmissionVerdict {
   if (request.operation !== 'CREATE' && request.operation !== 'UPDATE') return ALLOW;
@@ -45,30 +44,26 @@ export function mutateEnvoyFilter(request: AdmissionRequest, index: AclIndex, op
   // The API server's matchConditions already narrow the calls to these names; anything else
   // (a broader registration, a direct call) passes untouched.
   if (!isLegacy && !isCombined) return ALLOW;
+  if (isCombined) {
+    if (controllerUsername !== undefined && request.userInfo?.username === controllerUsername) return ALLOW;
+    return guardCombined(request, filter);
+  }
   // Refusing is safer than guessing: an empty cache would strip every legacy filter's RBAC.
   if (!index.synced()) return deny(503, 'ServiceUnavailable', 'the webhook caches are not synced yet; retry shortly');
-  if (isLegacy) return { allowed: true, patch: legacyProxyPatch(request.object, (id) => index.legacyAcl(id), operator.legacyProxyPort) };
-  if (controllerUsername !== undefined && request.userInfo?.username === controllerUsername) return ALLOW;
-  return authoritativeCombined(request, filter, index);
+  return { allowed: true, patch: legacyProxyPatch(request.object, (id) => index.legacyAcl(id), operator.legacyProxyPort) };
 }
 
-function authoritativeCombined(request: AdmissionRequest, filter: EnvoyFilter, index: AclIndex): AdmissionVerdict {
+function guardCombined(request: AdmissionRequest, filter: EnvoyFilter): AdmissionVerdict {
   const namespace = filter.metadata.namespace ?? request.namespace ?? '';
   const name = filter.metadata.name ?? request.name ?? '';
-  const desired = index.combinedFilter(namespace, name);
-  if (!desired && request.operation === 'CREATE') {
-    return deny(
-      403,
-      'Forbidden',
-      `EnvoyFilter ${namespace}/${name}: names starting "${CONNECT_FILTER_PREFIX}" are reserved for gardener-acl's combined CONNECT filters, and the current ACLs of this seed need no filter of this name`,
-    );
-  }
-  const wanted = desired
-    ? { ...filter, metadata: { ...filter.metadata, labels: { ...filter.metadata.labels, ...desired.metadata.labels } }, spec: desired.spec }
-    : { ...filter, spec: {} };
-  const patch: Operation[] = jsonpatch.compare(filter, JSON.parse(JSON.stringify(wanted)) as object);
-  const warning = desired
-    ? `EnvoyFilter ${namespace}/${name} is managed by gardener-acl; its content was replaced by the authoritative combined CONNECT filter`
-    : `EnvoyFilter ${namespace}/${name} is not part of gardener-acl's current combined CONNECT filters; its spec was emptied`;
-  return patch.length > 0 ? { allowed: true, patch, warnings: [warning] } : ALLOW;
+  // Metadata-only updates (labels, finalizers) pass; the content is the controller's alone.
+  const oldSpec = (request.oldObject as { spec?: unknown } | undefined)?.spec;
+  if (request.operation === 'UPDATE' && jsonEqual(oldSpec ?? {}, filter.spec ?? {})) return ALLOW;
+  return deny(
+    403,
+    'Forbidden',
+    `EnvoyFilter ${namespace}/${name}: names starting "${CONNECT_FILTER_PREFIX}" are reserved for gardener-acl's combined CONNECT filters, whose content only its controller writes ` +
+      `(it repairs any difference within seconds); other users may change their metadata only. If this request comes from the controller, give the webhook its user ` +
+      `(webhook --controller-username, or the controller user of the webhook configuration)`,
+  );
 }

@@ -54,6 +54,8 @@ async function refusal(write: Promise<unknown>): Promise<string> {
   throw new Error('the write was accepted');
 }
 
+const CONTROLLER_USER = 'system:serviceaccount:garden:gardener-acl';
+
 describe('admission webhooks through a real kube-apiserver', () => {
   let cp: ControlPlane;
   let cache: InformerCacheSource;
@@ -77,7 +79,7 @@ describe('admission webhooks through a real kube-apiserver', () => {
     const caFile = path.join(hook.certDir, 'ca.crt');
     await writeFile(caFile, hook.ca.cert);
     let yaml = '';
-    const code = await webhookConfigCommand(['--url', hook.url, '--ca-bundle-file', caFile, '--timeout-seconds', '5'], { stdout: (t) => (yaml += t), stderr: (t) => (yaml += t) });
+    const code = await webhookConfigCommand(['--url', hook.url, '--ca-bundle-file', caFile, '--timeout-seconds', '5', '--controller-user', CONTROLLER_USER], { stdout: (t) => (yaml += t), stderr: (t) => (yaml += t) });
     expect(code, yaml).toBe(0);
     const registrations = parseAllDocuments(yaml).map((d) => d.toJS() as { kind: string; webhooks: Record<string, unknown>[] });
     expect(registrations.map((r) => r.kind)).toEqual(['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration']);
@@ -144,7 +146,7 @@ describe('admission webhooks through a real kube-apiserver', () => {
     expect(spec).not.toContain('203.0.113.0');
   });
 
-  it('stores a stale combined filter written by hand in the authoritative form, and refuses names the controller does not write', async () => {
+  it('combined filters: only the controller (its authenticated user) writes their content; nobody else gets it back or can change it', async () => {
     const authoritative = buildCombinedConnectFilters({
       operator: defaultOperatorConfig(),
       gateways: seedGatewayWorkloads(cache.deployments()),
@@ -152,25 +154,24 @@ describe('admission webhooks through a real kube-apiserver', () => {
     });
     const target = authoritative.find((f) => f.metadata.name === 'acl-connect-8132-000');
     expect(target).toBeDefined();
-    // An older writer's version: one header only, no labels.
-    const stale = { ...target, metadata: { name: 'acl-connect-8132-000', namespace: GW }, spec: { ...target!.spec, configPatches: [{ applyTo: 'HTTP_FILTER', patch: { operation: 'INSERT_FIRST', value: { name: 'old' } } }] } };
-    await createObject(cp.kubeConfig, stale as never);
-    const result = await stored('acl-connect-8132-000');
-    expect(jsonEqual(result.spec, target!.spec)).toBe(true);
-    expect(result.metadata.labels).toMatchObject(target!.metadata.labels);
-
-    // An update by hand is rewritten too.
-    await mergePatch(cp.kubeConfig, filterRef('acl-connect-8132-000'), { spec: { configPatches: [] } });
+    // The controller writes it (the webhook configuration names its user).
+    const controller = await cp.kubeConfigForUser(CONTROLLER_USER, ['system:masters']);
+    await createObject(controller, target as never);
     expect(jsonEqual((await stored('acl-connect-8132-000')).spec, target!.spec)).toBe(true);
 
-    // Claiming to be the controller (its field manager name) changes nothing: only the
-    // authenticated user could, and this one is not the controller.
-    await mergePatch(cp.kubeConfig, filterRef('acl-connect-8132-000'), { spec: { configPatches: [] } }, { fieldManager: 'gardener-acl' });
+    // Anyone else: a create is refused with a message and no content, a spec change too,
+    // also when claiming the controller's field manager.
+    const stale = { ...target, metadata: { name: 'acl-connect-8443-000', namespace: GW }, spec: { ...target!.spec, configPatches: [] } };
+    const refusedCreate = await refusal(createObject(cp.kubeConfig, stale as never));
+    expect(refusedCreate).toContain('EnvoyFilter istio-ingress/acl-connect-8443-000: names starting "acl-connect-" are reserved for gardener-acl\'s combined CONNECT filters');
+    expect(refusedCreate).not.toContain('203.0.113');
+    expect(await refusal(mergePatch(cp.kubeConfig, filterRef('acl-connect-8132-000'), { spec: { configPatches: [] } }))).toContain('other users may change their metadata only');
+    expect(await refusal(mergePatch(cp.kubeConfig, filterRef('acl-connect-8132-000'), { spec: { configPatches: [] } }, { fieldManager: 'gardener-acl' }))).toContain('other users may change their metadata only');
     expect(jsonEqual((await stored('acl-connect-8132-000')).spec, target!.spec)).toBe(true);
 
-    expect(await refusal(createObject(cp.kubeConfig, { ...stale, metadata: { name: 'acl-connect-9999-000', namespace: GW } } as never))).toContain(
-      'names starting "acl-connect-" are reserved',
-    );
+    // Metadata-only updates pass (a finalizer or a label).
+    await mergePatch(cp.kubeConfig, filterRef('acl-connect-8132-000'), { metadata: { labels: { 'example.com/audited': 'yes' } } });
+    expect((await stored('acl-connect-8132-000')).metadata.labels).toMatchObject({ 'example.com/audited': 'yes' });
   });
 
   it('rejects an invalid Shoot with the exact field-path message and stores valid or disabled ones', async () => {
