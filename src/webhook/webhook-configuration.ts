@@ -37,6 +37,14 @@ const COMMON = { sideEffects: 'None', admissionReviewVersions: ['v1'], failurePo
 // CEL on the object; `has()` guards CREATE with generateName, where the name is not set yet.
 const ENVOY_FILTER_NAMES = "has(object.metadata.name) && (object.metadata.name.startsWith('shoot-') || object.metadata.name.startsWith('acl-connect-'))";
 const USES_ACL = "has(object.spec) && has(object.spec.extensions) && object.spec.extensions.exists(e, e.type == 'acl')";
+/**
+ * The API server calls the Shoot webhook only when the acl extension entries are created or
+ * changed: Gardener's own metadata and status writes on an ACL Shoot (with `Fail`) need no call,
+ * and the handler would let an unchanged ACL through anyway.
+ */
+export const ACL_CHANGED =
+  "request.operation != 'UPDATE' || !has(oldObject.spec) || !has(oldObject.spec.extensions) || " +
+  "object.spec.extensions.filter(e, e.type == 'acl') != oldObject.spec.extensions.filter(e, e.type == 'acl')";
 
 function configuration(kind: string, webhook: Record<string, unknown>, options: WebhookConfigurationOptions, path: string): Record<string, unknown> {
   return {
@@ -72,7 +80,10 @@ export function validatingWebhookConfiguration(options: WebhookConfigurationOpti
   const webhook = {
     name: 'shoots.acl.gardener.cloud',
     rules: [{ apiGroups: ['core.gardener.cloud'], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: ['shoots'], scope: 'Namespaced' }],
-    matchConditions: [{ name: 'uses-acl-extension', expression: USES_ACL }],
+    matchConditions: [
+      { name: 'uses-acl-extension', expression: USES_ACL },
+      { name: 'acl-extension-created-or-changed', expression: ACL_CHANGED },
+    ],
   };
   return configuration('ValidatingWebhookConfiguration', webhook, options, VALIDATING_WEBHOOK_PATH);
 }

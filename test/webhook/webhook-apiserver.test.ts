@@ -5,6 +5,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { ApiException } from '@kubernetes/client-node';
+import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatCidr } from '../../src/acl/cidr.js';
 import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
@@ -60,6 +61,11 @@ describe('admission webhooks through a real kube-apiserver', () => {
   let cp: ControlPlane;
   let cache: InformerCacheSource;
   let hook: TestWebhook;
+  const registry = new Registry();
+  const shootCalls = async () =>
+    ((await registry.getSingleMetric('controller_runtime_webhook_requests_total')?.get())?.values ?? [])
+      .filter((v) => v.labels['webhook'] === 'shoot')
+      .reduce((sum, v) => sum + v.value, 0);
   const stored = async (name: string) => (await getObject(cp.kubeConfig, filterRef(name))) as unknown as StoredFilter;
   const filterNames = (f: StoredFilter) => f.spec.configPatches[0]?.patch.value.filters?.map((x) => x.name);
 
@@ -74,7 +80,7 @@ describe('admission webhooks through a real kube-apiserver', () => {
     cache = new InformerCacheSource(cp.kubeConfig, testLogger());
     await cache.start();
     await eventually('caches show the applied ACLs', () => appliedAcls(cache.extensions()).length === 1 && cache.deployments().length === 1);
-    hook = await startTestWebhook(cache);
+    hook = await startTestWebhook(cache, { registry });
     // Registered from what `gardener-acl webhook-config` prints.
     const caFile = path.join(hook.certDir, 'ca.crt');
     await writeFile(caFile, hook.ca.cert);
@@ -172,6 +178,21 @@ describe('admission webhooks through a real kube-apiserver', () => {
     // Metadata-only updates pass (a finalizer or a label).
     await mergePatch(cp.kubeConfig, filterRef('acl-connect-8132-000'), { metadata: { labels: { 'example.com/audited': 'yes' } } });
     expect((await stored('acl-connect-8132-000')).metadata.labels).toMatchObject({ 'example.com/audited': 'yes' });
+  });
+
+  it('the API server calls the Shoot webhook only when the acl extension is created or changed', async () => {
+    const before = await shootCalls();
+    await createObject(cp.kubeConfig, shoot('calls', allowRule('203.0.113.0/24')) as never);
+    expect(await shootCalls()).toBe(before + 1);
+    const ref = { apiVersion: 'core.gardener.cloud/v1beta1', kind: 'Shoot', name: 'calls', namespace: 'garden-p' };
+    // Metadata only (what Gardener writes all the time): no call.
+    await mergePatch(cp.kubeConfig, ref, { metadata: { labels: { 'example.com/touched': 'yes' }, annotations: { 'gardener.cloud/timestamp': new Date().toISOString() } } });
+    expect(await shootCalls()).toBe(before + 1);
+    // The acl providerConfig changed: one call (and an invalid one is refused).
+    await mergePatch(cp.kubeConfig, ref, { spec: { extensions: [{ type: 'acl', providerConfig: allowRule('203.0.113.0/25') }] } });
+    expect(await shootCalls()).toBe(before + 2);
+    expect(await refusal(mergePatch(cp.kubeConfig, ref, { spec: { extensions: [{ type: 'acl', providerConfig: allowRule('203.0.113.0/33') }] } }))).toContain('is not a valid CIDR');
+    expect(await shootCalls()).toBe(before + 3);
   });
 
   it('rejects an invalid Shoot with the exact field-path message and stores valid or disabled ones', async () => {
