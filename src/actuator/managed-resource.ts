@@ -8,6 +8,11 @@
 // references only `reference.resources.gardener.cloud/<kind>-<first 8 hex of sha256(name)>`
 // annotations (gardener pkg/resourcemanager/controller/garbagecollector/references): without it
 // the Secret of a live ManagedResource is collected and the filters stop being applied.
+//
+// `keepObjects: true` while the shoot is protected: a ManagedResource deleted by anyone but the
+// controller leaves the filters stored (the resource manager deletes applied objects only when
+// keepObjects is false) until the controller writes it again and the resource manager adopts
+// them. The controller sets it to false just before it deletes the ManagedResource itself.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { GeneratedEnvoyFilter } from '../rbac/envoy-filter-types.js';
@@ -30,7 +35,7 @@ export interface ManagedResourceObjects {
     readonly apiVersion: 'resources.gardener.cloud/v1alpha1';
     readonly kind: 'ManagedResource';
     readonly metadata: { readonly name: string; readonly namespace: string; readonly labels: Record<string, string>; readonly annotations: Record<string, string> };
-    readonly spec: { readonly class: 'seed'; readonly secretRefs: readonly { readonly name: string }[]; readonly keepObjects: false };
+    readonly spec: { readonly class: 'seed'; readonly secretRefs: readonly { readonly name: string }[]; readonly keepObjects: true };
   };
 }
 
@@ -59,7 +64,7 @@ export function managedResourceObjects(namespace: string, filters: readonly Gene
       apiVersion: 'resources.gardener.cloud/v1alpha1',
       kind: 'ManagedResource',
       metadata: { name: MANAGED_RESOURCE_NAME, namespace, labels, annotations: { [refKey]: refValue } },
-      spec: { class: 'seed', secretRefs: [{ name: secretName }], keepObjects: false },
+      spec: { class: 'seed', secretRefs: [{ name: secretName }], keepObjects: true },
     },
   };
 }

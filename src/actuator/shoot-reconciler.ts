@@ -12,7 +12,7 @@ import { seedContext, shootAclFromInventory, type SeedInventory } from '../garde
 import { isNotFound } from '../kube/errors.js';
 import { jsonEqual } from '../rbac/deep-equal.js';
 import { legacyProxyPatch, type LegacyProxyAcl } from '../rbac/legacy-proxy-patch.js';
-import { buildShootEnvoyFilters } from '../rbac/shoot-envoy-filters.js';
+import { buildShootEnvoyFilters, shootFilterName } from '../rbac/shoot-envoy-filters.js';
 import { appliedFromState, stateFor, stateSchema, type AppliedAcl } from './applied-state.js';
 import type { ClusterClient, ObjectRef } from './cluster-client.js';
 import {
@@ -104,11 +104,16 @@ export class ShootReconciler {
 
   constructor(private readonly deps: ShootReconcilerDeps) {}
 
-  async reconcile(ext: Extension): Promise<ReconcileOutcome> {
+  /**
+   * `forceDelete`: the shoot carries Gardener's force-deletion confirmation; a delete then takes
+   * the shoot's objects away without waiting for the resource manager or the combined filters
+   * (Gardener's actuator ForceDelete: the flow must not hang on a broken dependency).
+   */
+  async reconcile(ext: Extension, options: { readonly forceDelete?: boolean } = {}): Promise<ReconcileOutcome> {
     if (isWaitingForState(ext) || isMigrated(ext)) return DONE;
     const type = operationType(ext);
-    if (type === 'Delete') return this.remove(ext, 'Delete');
-    if (type === 'Migrate') return this.remove(ext, 'Migrate');
+    if (type === 'Delete') return this.remove(ext, 'Delete', options.forceDelete === true);
+    if (type === 'Migrate') return this.remove(ext, 'Migrate', false);
     return this.apply(ext, type);
   }
 
@@ -305,26 +310,46 @@ export class ShootReconciler {
   }
 
   /** Delete and migrate: the shoot's filters disappear here; migrate keeps status.state for restore. */
-  private async remove(ext: Extension, type: 'Delete' | 'Migrate'): Promise<ReconcileOutcome> {
+  private async remove(ext: Extension, type: 'Delete' | 'Migrate', force: boolean): Promise<ReconcileOutcome> {
     const { client } = this.deps;
     if (!hasFinalizer(ext) && type === 'Delete') return DONE;
     const namespace = ext.metadata.namespace;
+    const last = ext.status?.['lastOperation'] as { type?: string; state?: string } | undefined;
+    if (hasFinalizer(ext) && (last?.type !== type || last.state !== 'Processing')) {
+      await client.patchStatus(extensionRef(ext), {
+        lastOperation: lastOperation(type, 'Processing', type === 'Delete' ? 'Deleting the ACL filters' : 'Removing the ACL filters from this seed', this.deps.now()),
+      });
+    }
     const current = await client.get(MR_REF(namespace));
     if (current) {
-      await client.delete(MR_REF(namespace));
-      for (const ref of ((current['spec'] as { secretRefs?: { name: string }[] } | undefined)?.secretRefs ?? [])) {
-        await client.delete({ apiVersion: 'v1', kind: 'Secret', name: ref.name, namespace });
+      if (!(current['metadata'] as { deletionTimestamp?: string }).deletionTimestamp) {
+        // Only now may the resource manager delete the filters with the ManagedResource.
+        if ((current['spec'] as { keepObjects?: boolean } | undefined)?.keepObjects !== false) {
+          await client.mergePatch(MR_REF(namespace), { spec: { keepObjects: false } });
+        }
+        await client.delete(MR_REF(namespace));
+        for (const ref of ((current['spec'] as { secretRefs?: { name: string }[] } | undefined)?.secretRefs ?? [])) {
+          await client.delete({ apiVersion: 'v1', kind: 'Secret', name: ref.name, namespace });
+        }
       }
+      // The resource manager deletes the applied filters, then its finalizer: until the
+      // ManagedResource is gone the filters may still be stored, and the Extension stays (its
+      // informer brings the Extension back here when the ManagedResource goes).
+      if (!force) return { kind: 'retry', reason: `waiting for gardener-resource-manager to delete the filters of ManagedResource ${namespace}/${MANAGED_RESOURCE_NAME}` };
     }
     // The finalizer goes only once no stored combined filter holds the shoot. The rebuild itself
     // runs under the work queue's single combined key, never from here: two computations racing
     // could otherwise store the older one last.
-    if (this.deps.combinedHolds(namespace)) {
+    if (!force && this.deps.combinedHolds(namespace)) {
       this.deps.awaitCombined(ext);
       this.deps.combinedChanged();
       return { kind: 'retry', reason: 'waiting for the combined CONNECT filters to drop this shoot' };
     }
     const recorded = stateSchema.safeParse(ext.status?.['state'] ?? {});
+    // A ManagedResource someone else deleted kept its filters (keepObjects): they go now.
+    for (const gatewayNamespace of recorded.success ? recorded.data.gatewayNamespaces : []) {
+      await client.delete({ apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name: shootFilterName(namespace), namespace: gatewayNamespace });
+    }
     // Taking the RBAC filter out is not a protection: a lagging webhook that keeps it only delays that.
     await this.triggerLegacyProxyFilters(namespace, recorded.success ? recorded.data.gatewayNamespaces : [], undefined);
     if (type === 'Migrate') {
@@ -333,6 +358,12 @@ export class ShootReconciler {
         lastError: null,
       });
       await client.mergePatch(extensionRef(ext), { metadata: { annotations: { [OPERATION_ANNOTATION]: null } } });
+    } else if (hasFinalizer(ext)) {
+      if (force) this.deps.combinedChanged();
+      await client.patchStatus(extensionRef(ext), {
+        lastOperation: lastOperation('Delete', 'Succeeded', force ? 'ACL filters deleted (force-deletion)' : 'ACL filters deleted', this.deps.now()),
+        lastError: null,
+      });
     }
     if (hasFinalizer(ext)) await client.jsonPatch(extensionRef(ext), removeFinalizer(ext));
     this.written.delete(`${namespace}/${ext.metadata.name}`);

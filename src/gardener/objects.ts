@@ -30,6 +30,7 @@ export const shootSchema = z.looseObject({
   status: z
     .looseObject({
       technicalID: z.string().nullish(),
+      lastOperation: z.looseObject({ type: z.string().nullish(), state: z.string().nullish() }).nullish(),
       advertisedAddresses: z.array(z.looseObject({ name: z.string(), url: z.string() })).nullish(),
     })
     .nullish(),

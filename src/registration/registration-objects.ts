@@ -5,15 +5,16 @@ import { EXTENSION_TYPE } from '../gardener/seed-acl.js';
 export type DeploymentPolicy = 'OnDemand' | 'Always' | 'AlwaysExceptNoShoots';
 export type HelmValues = Record<string, unknown>;
 
-// The ACL is opt-in per shoot, hence no autoEnable. Reconcile after the kube-apiserver (the SNI
-// routes exist then); delete/migrate before it, so no window without the filters opens while
-// the control plane is still reachable.
+// The ACL is opt-in per shoot, hence no autoEnable. The lifecycle keeps the filters in place for
+// as long as the API server can be reached (README "Lifecycle"): reconcile before the
+// kube-apiserver is deployed (gardenlet scales it down before such extensions on hibernation),
+// delete and migrate after it is gone (docs/extensions/registration.md of gardener/gardener).
 const RESOURCE = {
   kind: 'Extension',
   type: EXTENSION_TYPE,
   primary: true,
   reconcileTimeout: '3m',
-  lifecycle: { reconcile: 'AfterKubeAPIServer', delete: 'BeforeKubeAPIServer', migrate: 'BeforeKubeAPIServer' },
+  lifecycle: { reconcile: 'BeforeKubeAPIServer', delete: 'AfterKubeAPIServer', migrate: 'AfterKubeAPIServer' },
   workerlessSupported: true,
 } as const;
 
@@ -64,10 +65,11 @@ export interface OperatorExtensionOptions {
 }
 
 /**
- * gardener-operator renders the admission chart twice: the server into the runtime cluster and
- * only the ValidatingWebhookConfiguration into the virtual garden, which reaches the server by
- * URL. Both renders must agree on the certificate, so the example uses an existing TLS Secret
- * and its CA (self-signed per render would give two different CAs).
+ * gardener-operator renders the admission chart twice with `admission.values` plus values of its
+ * own: the server into the runtime cluster, and into the virtual garden, where the chart then
+ * renders only the ValidatingWebhookConfiguration, reaching the server by URL (the chart tells
+ * the two renders apart by gardener.runtimeCluster). Both renders must agree on the certificate,
+ * so the example uses an existing TLS Secret and its CA.
  */
 export function operatorExtension(o: OperatorExtensionOptions): Record<string, unknown> {
   const tls = { mode: 'secret', secretName: o.admissionTlsSecretName, caBundle: o.admissionCaBundle };
@@ -80,17 +82,9 @@ export function operatorExtension(o: OperatorExtensionOptions): Record<string, u
       deployment: {
         extension: { helm: { ociRepository: { ref: o.chartRef } }, values: o.values, policy: o.policy },
         admission: {
-          runtimeCluster: {
-            helm: { ociRepository: { ref: o.admissionChartRef } },
-            values: { server: { enabled: true }, webhook: { registerWebhook: false, tls } },
-          },
-          virtualCluster: {
-            helm: { ociRepository: { ref: o.admissionChartRef } },
-            values: {
-              server: { enabled: false },
-              webhook: { registerWebhook: true, registration: { mode: 'url', url: `https://gardener-acl-admission.${o.admissionNamespace}.svc` }, tls },
-            },
-          },
+          runtimeCluster: { helm: { ociRepository: { ref: o.admissionChartRef } } },
+          virtualCluster: { helm: { ociRepository: { ref: o.admissionChartRef } } },
+          values: { webhook: { registration: { url: `https://gardener-acl-admission.${o.admissionNamespace}.svc` }, tls } },
         },
       },
     },

@@ -11,7 +11,7 @@ import { listAll } from '../../src/kube/list-watch.js';
 import { createObject, deleteObject, getObject, mergePatch, patchStatus, type ObjectRef } from '../../src/kube/objects-client.js';
 import type { ControlPlane } from '../kube/control-plane.js';
 import { eventually, sleep, startWithCRDs } from '../kube/kube-test-helpers.js';
-import { applyManagedResourcesInPlaceOfResourceManager } from './resource-manager-stand-in.js';
+import { startResourceManager, type ResourceManager } from '../support/gardener-resource-manager.js';
 import { DEFAULT_GW, ZONAL_GW, aclExtension, allowRule, createSeed, denyRule, shootObjects, startTestController, technicalID, type ShootFixture } from './seed-fixture.js';
 
 function shootGateway(s: ShootFixture): { apiVersion: string; kind: string; metadata: { name: string; namespace: string }; spec: Record<string, unknown> } {
@@ -36,7 +36,9 @@ interface ExtensionView {
 describe('extension controller on a real kube-apiserver', () => {
   let cp: ControlPlane;
   let controller: AclController;
+  let grm: ResourceManager;
   const writes: string[] = [];
+  const filterRef = (s: ShootFixture, namespace: string): ObjectRef => ({ apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name: `acl-${technicalID(s)}`, namespace });
 
   const ext = async (s: ShootFixture) => (await getObject(cp.kubeConfig, extRef(technicalID(s)))) as unknown as ExtensionView | undefined;
   const combined = async () =>
@@ -64,6 +66,8 @@ describe('extension controller on a real kube-apiserver', () => {
   beforeAll(async () => {
     cp = await startWithCRDs([]);
     await createSeed(cp.kubeConfig, [DEFAULT_GW, ZONAL_GW], [A, B, OPEN]);
+    // The real gardener-resource-manager applies the ManagedResources (test/gardener has its own checks).
+    grm = await startResourceManager(cp);
     controller = await startTestController(cp.kubeConfig, {
       client: new KubeClusterClient(cp.kubeConfig, { onWrite: (verb, kind) => writes.push(`${verb} ${kind}`) }),
     });
@@ -71,6 +75,7 @@ describe('extension controller on a real kube-apiserver', () => {
 
   afterAll(async () => {
     await controller?.stop();
+    await grm?.stop();
     await cp?.stop();
   });
 
@@ -86,10 +91,12 @@ describe('extension controller on a real kube-apiserver', () => {
     for (const gw of [DEFAULT_GW, ZONAL_GW]) {
       expect((await policiesIn(gw.namespace)).sort()).toEqual(['shoot--p--a', 'shoot--p--a', 'shoot--p--b', 'shoot--p--b']);
     }
-    // gardener-resource-manager's part, played by the stand-in: the per-shoot filters land in the gateway namespaces.
-    const grm = await applyManagedResourcesInPlaceOfResourceManager(cp.kubeConfig);
-    expect(grm.applied.sort()).toEqual(['EnvoyFilter istio-ingress--z1/acl-shoot--p--b', 'EnvoyFilter istio-ingress/acl-shoot--p--a']);
-  });
+    // The resource manager puts each shoot's filters into its gateway's namespace, and only there.
+    await eventually('A filter applied', () => getObject(cp.kubeConfig, filterRef(A, DEFAULT_GW.namespace)), 60_000);
+    await eventually('B filter applied', () => getObject(cp.kubeConfig, filterRef(B, ZONAL_GW.namespace)), 60_000);
+    expect(await getObject(cp.kubeConfig, filterRef(A, ZONAL_GW.namespace))).toBeUndefined();
+    expect(await getObject(cp.kubeConfig, filterRef(B, DEFAULT_GW.namespace))).toBeUndefined();
+  }, 90_000);
 
   it('an unchanged resync performs zero writes', async () => {
     await settled('before resync');
@@ -119,27 +126,24 @@ describe('extension controller on a real kube-apiserver', () => {
     }, 10_000);
   });
 
-  it('a deleted ManagedResource Secret is created again once the resource manager reports it could not apply', async () => {
+  it('a deleted ManagedResource Secret is created again once the real resource manager reports it could not apply', async () => {
     await settled('before secret delete');
     const mr = await getObject(cp.kubeConfig, mrRef(technicalID(A)));
     const secret: ObjectRef = { apiVersion: 'v1', kind: 'Secret', name: ((mr?.['spec'] as { secretRefs: { name: string }[] }).secretRefs[0] ?? { name: '' }).name, namespace: technicalID(A) };
     const data = (await getObject(cp.kubeConfig, secret))?.['data'];
     await deleteObject(cp.kubeConfig, secret);
-    // What gardener-resource-manager writes when it cannot read a referenced Secret.
-    await patchStatus(cp.kubeConfig, mrRef(technicalID(A)), {
-      conditions: [{ type: 'ResourcesApplied', status: 'False', reason: 'CannotReadSecret', message: `secrets "${secret.name}" not found`, lastTransitionTime: new Date().toISOString(), lastUpdateTime: new Date().toISOString() }],
-    });
-    await eventually('Secret recreated', async () => JSON.stringify((await getObject(cp.kubeConfig, secret))?.['data']) === JSON.stringify(data), 10_000);
-    // The resource manager applies it again and says so; from then on nothing is written.
-    await patchStatus(cp.kubeConfig, mrRef(technicalID(A)), {
-      conditions: [{ type: 'ResourcesApplied', status: 'True', reason: 'ApplySucceeded', message: 'All resources are applied.', lastTransitionTime: new Date().toISOString(), lastUpdateTime: new Date().toISOString() }],
-    });
+    // The resource manager reports that it cannot read the Secret; the controller writes it again.
+    await eventually('Secret recreated', async () => JSON.stringify((await getObject(cp.kubeConfig, secret))?.['data']) === JSON.stringify(data), 60_000);
+    await eventually('applied again', async () => {
+      const conditions = ((await getObject(cp.kubeConfig, mrRef(technicalID(A))))?.['status'] as { conditions?: { type: string; status: string }[] } | undefined)?.conditions ?? [];
+      return conditions.some((c) => c.type === 'ResourcesApplied' && c.status === 'True');
+    }, 60_000);
     await settled('after the resource manager applied again');
     writes.length = 0;
     controller.resync();
     await settled('resync after repair');
     expect(writes).toEqual([]);
-  });
+  }, 150_000);
 
   it('a rule change rewrites only that shoot’s objects and the combined shards holding it', async () => {
     await settled('before change');
@@ -237,8 +241,7 @@ describe('extension controller on a real kube-apiserver', () => {
     await settled('after migrate');
     expect(await getObject(cp.kubeConfig, mrRef(technicalID(B)))).toBeUndefined();
     for (const gw of [DEFAULT_GW, ZONAL_GW]) expect(await policiesIn(gw.namespace)).not.toContain('shoot--p--b');
-    const grm = await applyManagedResourcesInPlaceOfResourceManager(cp.kubeConfig);
-    expect(grm.deleted).toEqual(['EnvoyFilter istio-ingress--z1/acl-shoot--p--b']);
+    expect(await getObject(cp.kubeConfig, filterRef(B, ZONAL_GW.namespace))).toBeUndefined();
 
     await mergePatch(cp.kubeConfig, extRef(technicalID(B)), { metadata: { annotations: { 'gardener.cloud/operation': 'restore' } } });
     const restored = await eventually('restored', async () => {
@@ -309,9 +312,39 @@ describe('extension controller on a real kube-apiserver', () => {
       return JSON.stringify(state?.gatewayNamespaces) === JSON.stringify([ZONAL_GW.namespace]);
     });
     await settled('after move');
-    const grm = await applyManagedResourcesInPlaceOfResourceManager(cp.kubeConfig);
-    expect(grm.applied).toContain('EnvoyFilter istio-ingress--z1/acl-shoot--p--a');
-    expect(grm.deleted).toContain('EnvoyFilter istio-ingress/acl-shoot--p--a');
+    await eventually('filter on the new gateway', () => getObject(cp.kubeConfig, filterRef(A, ZONAL_GW.namespace)), 60_000);
+    await eventually('filter gone from the old gateway', async () => (await getObject(cp.kubeConfig, filterRef(A, DEFAULT_GW.namespace))) === undefined, 60_000);
+  });
+
+  it('an acl Extension of class seed or garden is left to other controllers: no finalizer, no status, no filter', async () => {
+    const F: ShootFixture = { project: 'q', name: 'f' };
+    await createSeed(cp.kubeConfig, [], [F]);
+    const seedClass = aclExtension(technicalID(F), allowRule('192.0.2.0/24'));
+    await createObject(cp.kubeConfig, { ...seedClass, spec: { ...(seedClass['spec'] as object), class: 'seed' } });
+    await sleep(500);
+    await settled('class seed seen');
+    const e = await ext(F);
+    expect(e?.metadata.finalizers ?? []).toEqual([]);
+    expect(e?.status).toBeUndefined();
+    expect(await getObject(cp.kubeConfig, mrRef(technicalID(F)))).toBeUndefined();
+    expect(await policiesIn(DEFAULT_GW.namespace)).not.toContain(technicalID(F));
+  });
+
+  it('a shoot whose last operation Failed is left alone (Gardener\'s ShootNotFailedPredicate); it is handled again once Gardener retries', async () => {
+    const G: ShootFixture = { project: 'q', name: 'g' };
+    await createSeed(cp.kubeConfig, [], [G]);
+    const clusterRef: ObjectRef = { apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Cluster', name: technicalID(G) };
+    const setShootState = (state: string) => mergePatch(cp.kubeConfig, clusterRef, { spec: { shoot: { status: { lastOperation: { type: 'Reconcile', state } } } } });
+    await setShootState('Failed');
+    await sleep(500);
+    await createObject(cp.kubeConfig, aclExtension(technicalID(G), allowRule('192.0.2.0/24')));
+    await sleep(500);
+    await settled('failed shoot seen');
+    expect((await ext(G))?.status).toBeUndefined();
+    expect(await getObject(cp.kubeConfig, mrRef(technicalID(G)))).toBeUndefined();
+    await setShootState('Processing');
+    await succeeded(G);
+    expect(await getObject(cp.kubeConfig, mrRef(technicalID(G)))).toBeDefined();
   });
 
   it('creates no object for a shoot whose Extension was never valid', async () => {

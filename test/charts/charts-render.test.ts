@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { parseOperatorConfig } from '../../src/acl/operator-config.js';
+import { operatorExtension } from '../../src/registration/registration-objects.js';
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../../src/webhook/webhook-configuration.js';
 import { CLUSTER_RULES, KUBE_SYSTEM_RULES, leaderElectionRules } from './expected-rbac.js';
 import { ADMISSION_CHART, SEED_CHART, find, helm, renderChart, type KubeObject } from './helm.js';
@@ -132,6 +133,39 @@ describe('admission chart rendering', () => {
       url: 'https://gardener-acl-admission.garden.svc/validate-shoot',
       caBundle: Buffer.from(ca).toString('base64'),
     });
+  });
+});
+
+describe('admission chart as gardener-operator renders it (values of `registration --operator` plus what the operator injects)', () => {
+  const ca = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
+  const extension = operatorExtension({
+    name: 'acl', policy: 'OnDemand', values: {}, chartRef: 'ghcr.io/o/c:1', admissionChartRef: 'ghcr.io/o/a:1',
+    admissionNamespace: 'garden', admissionCaBundle: ca, admissionTlsSecretName: 'gardener-acl-admission-tls',
+  }) as { spec: { deployment: { admission: { values: Record<string, unknown> } } } };
+  const values = extension.spec.deployment.admission.values;
+  // pkg/operator/controller/extension/extension/admission/admission.go of gardener/gardener.
+  const runtimeInjected = { gardener: { runtimeCluster: { priorityClassName: 'gardener-garden-system-400' }, virtualCluster: { enabled: true, namespace: 'extension-admission-acl' } } };
+  const virtualInjected = { gardener: { virtualCluster: { enabled: true, serviceAccount: { name: 'extension-admission-acl', namespace: 'kube-system' } } } };
+
+  it('runtime-cluster render: the server with the operator’s priority class, no registration, no Secret of its own', async () => {
+    const objects = await renderChart(ADMISSION_CHART, { ...values, ...runtimeInjected });
+    expect(objects.map((o) => o.kind).sort()).toEqual(['ConfigMap', 'Deployment', 'PodDisruptionBudget', 'Service', 'ServiceAccount']);
+    expect((podSpec(objects).template.spec as unknown as { priorityClassName: string }).priorityClassName).toBe('gardener-garden-system-400');
+  });
+
+  it('virtual-garden render: only the registration, by URL to the runtime Service, trusting the same CA', async () => {
+    const objects = await renderChart(ADMISSION_CHART, { ...values, ...virtualInjected }, 'extension-admission-acl');
+    expect(objects.map((o) => o.kind)).toEqual(['ValidatingWebhookConfiguration']);
+    expect((find(objects, 'ValidatingWebhookConfiguration') as unknown as { webhooks: { clientConfig: unknown }[] }).webhooks[0]?.clientConfig).toEqual({
+      url: 'https://gardener-acl-admission.garden.svc/validate-shoot',
+      caBundle: Buffer.from(ca).toString('base64'),
+    });
+  });
+
+  it('a self-signed certificate under gardener-operator is refused with the fix', async () => {
+    const result = await helm(['template', 'gardener-acl-admission', ADMISSION_CHART, '--set', 'gardener.virtualCluster.enabled=true']);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain('webhook.tls.mode=selfSigned cannot work when gardener-operator renders this chart');
   });
 });
 

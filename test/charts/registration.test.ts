@@ -40,7 +40,7 @@ describe('gardener-acl registration', () => {
     expect(objects.map((o) => `${o.apiVersion} ${o.kind}/${o.metadata.name}`)).toEqual(['core.gardener.cloud/v1beta1 ControllerRegistration/acl', 'core.gardener.cloud/v1 ControllerDeployment/acl']);
     const [reg, dep] = objects;
     expect(reg?.spec?.resources).toEqual([
-      { kind: 'Extension', type: 'acl', primary: true, reconcileTimeout: '3m', workerlessSupported: true, lifecycle: { reconcile: 'AfterKubeAPIServer', delete: 'BeforeKubeAPIServer', migrate: 'BeforeKubeAPIServer' } },
+      { kind: 'Extension', type: 'acl', primary: true, reconcileTimeout: '3m', workerlessSupported: true, lifecycle: { reconcile: 'BeforeKubeAPIServer', delete: 'AfterKubeAPIServer', migrate: 'AfterKubeAPIServer' } },
     ]);
     expect(reg?.spec?.resources[0]).not.toHaveProperty('autoEnable');
     expect(reg?.spec?.deployment).toEqual({ policy: 'OnDemand', deploymentRefs: [{ name: 'acl' }] });
@@ -80,12 +80,17 @@ describe('gardener-acl registration', () => {
     await writeFile(ca, '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
     const result = await registration(['--operator', '--chart-ref', 'ghcr.io/org/charts/gardener-acl:0.1.0', '--admission-chart-ref', 'ghcr.io/org/charts/gardener-acl-admission:0.1.0', '--admission-ca-bundle', ca]);
     expect(result.code).toBe(0);
-    const [ext] = parseAllDocuments(result.stdout).map((d) => d.toJS() as { apiVersion: string; kind: string; spec: { resources: unknown[]; deployment: { extension: unknown; admission: { runtimeCluster: { values: unknown }; virtualCluster: { values: unknown } } } } });
+    const [ext] = parseAllDocuments(result.stdout).map((d) => d.toJS() as { apiVersion: string; kind: string; spec: { resources: unknown[]; deployment: { extension: unknown; admission: unknown } } });
     expect(ext?.apiVersion).toBe('operator.gardener.cloud/v1alpha1');
     expect(ext?.kind).toBe('Extension');
     expect(ext?.spec.resources).toEqual(objects[0]?.spec?.resources);
     expect(ext?.spec.deployment.extension).toEqual({ helm: { ociRepository: { ref: 'ghcr.io/org/charts/gardener-acl:0.1.0' } }, values: {}, policy: 'OnDemand' });
-    expect(ext?.spec.deployment.admission.virtualCluster.values).toMatchObject({ server: { enabled: false }, webhook: { registration: { mode: 'url', url: 'https://gardener-acl-admission.garden.svc' } } });
+    // gardener-operator's AdmissionDeploymentSpec: helm per cluster, values shared by both renders.
+    expect(ext?.spec.deployment.admission).toEqual({
+      runtimeCluster: { helm: { ociRepository: { ref: 'ghcr.io/org/charts/gardener-acl-admission:0.1.0' } } },
+      virtualCluster: { helm: { ociRepository: { ref: 'ghcr.io/org/charts/gardener-acl-admission:0.1.0' } } },
+      values: { webhook: { registration: { url: 'https://gardener-acl-admission.garden.svc' }, tls: { mode: 'secret', secretName: 'gardener-acl-admission-tls', caBundle: '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n' } } },
+    });
   });
 
   it.each([

@@ -212,14 +212,14 @@ export async function issueClientCert(
 // without running its exit hooks (e.g. a test worker killed with SIGKILL).
 const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p));
 
-interface ManagedProcess {
+export interface ManagedProcess {
   name: string;
   child: ChildProcess;
   exited: Promise<number | null>;
   exitCode(): number | null | undefined;
 }
 
-function startProcess(name: string, binary: string, args: string[], logFile: string): ManagedProcess {
+export function startProcess(name: string, binary: string, args: string[], logFile: string): ManagedProcess {
   const fd = openSync(logFile, 'a');
   const [cmd, cmdArgs] = SETPRIV
     ? [SETPRIV, ['--pdeathsig', 'KILL', '--', binary, ...args]]
@@ -246,7 +246,7 @@ function startProcess(name: string, binary: string, args: string[], logFile: str
   return { name, child, exited, exitCode: () => code };
 }
 
-async function stopProcess(p: ManagedProcess, graceMs = 10_000): Promise<void> {
+export async function stopProcess(p: ManagedProcess, graceMs = 10_000): Promise<void> {
   if (p.exitCode() !== undefined) return;
   p.child.kill('SIGTERM');
   const timer = setTimeout(() => p.child.kill('SIGKILL'), graceMs);
@@ -257,7 +257,7 @@ async function stopProcess(p: ManagedProcess, graceMs = 10_000): Promise<void> {
   }
 }
 
-async function tail(file: string, lines = 40): Promise<string> {
+export async function tail(file: string, lines = 40): Promise<string> {
   try {
     const text = await readFile(file, 'utf8');
     return text.split('\n').slice(-lines).join('\n');
@@ -311,7 +311,7 @@ function request(url: string, tls?: { ca: string; cert: string; key: string }): 
   });
 }
 
-async function waitFor(
+export async function waitFor(
   what: string,
   proc: ManagedProcess | undefined,
   logFile: string | undefined,

@@ -24,3 +24,40 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "gardener-acl-admission.tlsSecret" -}}
 {{- if eq .Values.webhook.tls.mode "secret" -}}{{ .Values.webhook.tls.secretName }}{{- else -}}gardener-acl-admission-tls{{- end -}}
 {{- end -}}
+
+{{- /* gardener-operator renders this chart twice with the same values plus its own
+       (pkg/operator/controller/extension/extension/admission): both renders get
+       gardener.virtualCluster.enabled=true, only the runtime-cluster render gets
+       gardener.runtimeCluster. "runtime": the server; "virtual": only the registration, by URL;
+       "" (a plain helm install): as the values say. */ -}}
+{{- define "gardener-acl-admission.operatorRender" -}}
+{{- $g := .Values.gardener | default dict -}}
+{{- $virtual := $g.virtualCluster | default dict -}}
+{{- if $virtual.enabled -}}{{- if hasKey $g "runtimeCluster" -}}runtime{{- else -}}virtual{{- end -}}{{- end -}}
+{{- end -}}
+
+{{- define "gardener-acl-admission.serverEnabled" -}}
+{{- $render := include "gardener-acl-admission.operatorRender" . -}}
+{{- if eq $render "runtime" -}}true{{- else if eq $render "virtual" -}}{{- else if .Values.server.enabled -}}true{{- end -}}
+{{- end -}}
+
+{{- define "gardener-acl-admission.registerWebhook" -}}
+{{- $render := include "gardener-acl-admission.operatorRender" . -}}
+{{- if eq $render "virtual" -}}true{{- else if eq $render "runtime" -}}{{- else if .Values.webhook.registerWebhook -}}true{{- end -}}
+{{- end -}}
+
+{{- /* The virtual garden's API server runs in the runtime cluster's garden namespace, where the
+       runtime render put the Service. */ -}}
+{{- define "gardener-acl-admission.registrationURL" -}}
+{{- if eq (include "gardener-acl-admission.operatorRender" .) "virtual" -}}
+{{ .Values.webhook.registration.url | default "https://gardener-acl-admission.garden.svc" }}
+{{- else if eq .Values.webhook.registration.mode "url" -}}
+{{ .Values.webhook.registration.url }}
+{{- end -}}
+{{- end -}}
+
+{{- define "gardener-acl-admission.priorityClassName" -}}
+{{- $g := .Values.gardener | default dict -}}
+{{- $runtime := $g.runtimeCluster | default dict -}}
+{{- $runtime.priorityClassName | default .Values.priorityClassName -}}
+{{- end -}}

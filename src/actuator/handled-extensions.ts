@@ -1,0 +1,31 @@
+// Which Extensions this controller acts on, as Gardener's extension library decides for its
+// controllers (extensions/pkg/controller/extension/controller.go): only class `shoot` (an absent
+// class means shoot; `seed` and `garden` Extensions belong to other controllers), and not while
+// the shoot's last operation is Failed (ShootNotFailedPredicate) unless it is being deleted.
+import type { Cluster, Extension } from '../gardener/objects.js';
+
+const SHOOT_CLASS = 'shoot';
+
+export function hasShootClass(ext: Extension): boolean {
+  const extensionClass = ext.spec.class;
+  return extensionClass === undefined || extensionClass === null || extensionClass === '' || extensionClass === SHOOT_CLASS;
+}
+
+export function shootFailed(cluster: Cluster | undefined): boolean {
+  return cluster?.spec.shoot.status?.lastOperation?.state === 'Failed';
+}
+
+/** Why `ext` is left alone, or undefined when this controller handles it now. */
+export function skipReason(ext: Extension, cluster: Cluster | undefined): string | undefined {
+  if (!hasShootClass(ext)) return `class ${String(ext.spec.class)} is not handled by this controller (only shoot)`;
+  if (shootFailed(cluster) && !ext.metadata.deletionTimestamp) return 'the shoot’s last operation failed; Gardener retries it by a new operation';
+  return undefined;
+}
+
+const FORCE_DELETION = 'confirmation.gardener.cloud/force-deletion';
+
+/** Gardener's ShootNeedsForceDeletion on the shoot the Cluster carries. */
+export function shootNeedsForceDeletion(cluster: Cluster | undefined): boolean {
+  const value = cluster?.spec.shoot.metadata.annotations?.[FORCE_DELETION];
+  return value !== undefined && ['1', 't', 'T', 'true', 'TRUE', 'True'].includes(value);
+}
