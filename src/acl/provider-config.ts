@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { normalizeCidrSet, type Cidr } from './cidr.js';
 import { cidrStringSchema } from './cidr-schema.js';
 import { fieldErrorsFromZod, REPORT_INPUT, type FieldError } from './field-errors.js';
-import { quoteInput } from './quote-input.js';
+import { boundedLines, quoteInput } from './quote-input.js';
 
 export const ACTIONS = ['ALLOW', 'DENY'] as const;
 export type AclAction = (typeof ACTIONS)[number];
@@ -61,8 +61,35 @@ export function providerConfigSchema(maxCidrs: number) {
 }
 
 export type ProviderConfigResult =
-  | { readonly ok: true; readonly rule: AclRule }
+  | { readonly ok: true; readonly rule: AclRule; readonly warnings: readonly FieldError[] }
   | { readonly ok: false; readonly errors: readonly FieldError[] };
+
+const KNOWN_FIELDS = ['apiVersion', 'kind', 'rule'];
+const KNOWN_RULE_FIELDS = ['action', 'type', 'cidrs'];
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Fields the rule does not know are ignored with a warning, not refused: the reference extension
+ * decoded providerConfig leniently, and a shoot that worked there must keep working here. A
+ * misspelt required field still fails (it is then missing).
+ */
+function withoutUnknownFields(raw: unknown, pathPrefix: string): { readonly config: unknown; readonly warnings: FieldError[] } {
+  if (!isPlainObject(raw)) return { config: raw, warnings: [] };
+  const warnings: FieldError[] = [];
+  const keep = (object: Record<string, unknown>, known: readonly string[], path: string): Record<string, unknown> => {
+    const unknown = Object.keys(object).filter((key) => !known.includes(key));
+    if (unknown.length > 0) {
+      warnings.push({ path, message: `unknown field(s) ${boundedLines(unknown.map(quoteInput), 5).join(', ')} ignored; remove them or check the spelling` });
+    }
+    return Object.fromEntries(Object.entries(object).filter(([key]) => known.includes(key)));
+  };
+  const config = keep(raw, KNOWN_FIELDS, pathPrefix);
+  if (isPlainObject(config['rule'])) config['rule'] = keep(config['rule'], KNOWN_RULE_FIELDS, `${pathPrefix}.rule`);
+  return { config, warnings };
+}
 
 /**
  * Validates a shoot's `providerConfig`. `pathPrefix` places errors in the caller's object,
@@ -72,7 +99,8 @@ export function parseProviderConfig(raw: unknown, maxCidrs: number, pathPrefix: 
   if (raw === undefined || raw === null) {
     return { ok: false, errors: [{ path: pathPrefix, message: 'is required: add rule with action, type and cidrs' }] };
   }
-  const result = providerConfigSchema(maxCidrs).safeParse(raw, REPORT_INPUT);
-  if (result.success) return { ok: true, rule: result.data };
+  const { config, warnings } = withoutUnknownFields(raw, pathPrefix);
+  const result = providerConfigSchema(maxCidrs).safeParse(config, REPORT_INPUT);
+  if (result.success) return { ok: true, rule: result.data, warnings };
   return { ok: false, errors: fieldErrorsFromZod(result.error, pathPrefix) };
 }

@@ -243,6 +243,23 @@ export class CombinedSyncer {
     return { uncovered, problem: this.reportedUnplaced.get(shoot.technicalID) ?? this.lastFailure };
   }
 
+  /**
+   * The shoots among `shoots` that the stored combined filters do not protect as recorded, from
+   * one pass over the stored filters (protection() per shoot would re-read them for each).
+   */
+  unprotected(shoots: readonly AppliedAcl[]): Set<string> {
+    const stored = this.deps.existing();
+    const gateways = combinedGateways(this.deps.gateways(), stored);
+    const coverage = storedCoverage(stored, new Map(gateways.map((g) => [g.namespace, g.selector])));
+    const namespaces = gateways.map((g) => g.namespace);
+    const out = new Set<string>();
+    for (const shoot of shoots) {
+      const policy = combinedConnectPolicy(shoot, this.deps.operator);
+      if (uncoveredPaths(coverage, shoot.technicalID, policy, namespaces, this.deps.operator.protectedPorts).length > 0) out.add(shoot.technicalID);
+    }
+    return out;
+  }
+
   private now(): number {
     return this.deps.now?.() ?? performance.now();
   }

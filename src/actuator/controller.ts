@@ -34,11 +34,24 @@ import { WorkQueue } from '../kube/work-queue.js';
 import { MANAGED_BY, MANAGED_BY_LABEL, ROLE_LABEL } from '../rbac/envoy-filter-types.js';
 import type { ClusterClient } from './cluster-client.js';
 import { CombinedSyncer } from './combined-syncer.js';
-import { ShootReconciler } from './shoot-reconciler.js';
+import { AclActuator } from './acl-actuator.js';
+import { ExtensionReconciler } from './extension-reconciler.js';
 import { hasShootClass, shootNeedsForceDeletion, skipReason } from './handled-extensions.js';
+import { appliedFromState } from './applied-state.js';
+import { CONTROL_PLANE_HEALTHY } from './health-condition.js';
+import { REFERENCE_FINALIZER, retireReferenceWebhook } from './reference-extension.js';
 import { recordWarningEvent } from './events.js';
 
 export const COMBINED_KEY = 'combined';
+
+/**
+ * Whether `cached` is `written` or later. resourceVersions are opaque, but etcd's are integers
+ * that only grow; a later foreign write must not hold the key until the deadline.
+ */
+function atLeast(cached: string | undefined, written: string): boolean {
+  if (cached === written) return true;
+  return cached !== undefined && /^\d+$/.test(cached) && /^\d+$/.test(written) && BigInt(cached) >= BigInt(written);
+}
 const EXT_PREFIX = 'ext:';
 
 export interface ControllerOptions {
@@ -81,7 +94,7 @@ export class AclController {
     envoyFilters: ResilientInformer<EnvoyFilterObject>;
     managedResources: ResilientInformer<KubeObjectJson>;
   };
-  private readonly reconciler: ShootReconciler;
+  private readonly reconciler: ExtensionReconciler;
   private readonly combined: CombinedSyncer;
   private readonly reconcileTotal: Counter;
   private readonly reconcileErrors: Counter;
@@ -147,17 +160,24 @@ export class AclController {
     };
 
     const now = options.now ?? (() => new Date());
-    this.reconciler = new ShootReconciler({
+    const actuator = new AclActuator({
       client: options.client,
       operator: options.operator,
       inventory: () => this.inventory(),
-      now,
       logger,
-      warn: (ext, reason, message) => recordWarningEvent(options.client, ext, reason, message, now()),
       combinedHolds: (technicalID) => this.combined.holds(technicalID),
       combinedChanged: () => this.queue.add(COMBINED_KEY),
       combinedProtection: (shoot) => this.combined.protection(shoot),
       awaitCombined: (ext) => this.awaitingCombined.add(`${EXT_PREFIX}${ext.metadata.namespace}/${ext.metadata.name}`),
+      warn: (ext, reason, message) => recordWarningEvent(options.client, ext, reason, message, now()),
+    });
+    this.reconciler = new ExtensionReconciler({
+      client: options.client,
+      actuator,
+      now,
+      logger,
+      warn: (ext, reason, message) => recordWarningEvent(options.client, ext, reason, message, now()),
+      adoptedFinalizers: [REFERENCE_FINALIZER],
     });
     this.combined = new CombinedSyncer({
       client: options.client,
@@ -199,6 +219,11 @@ export class AclController {
     return this.cachesNotWatching().length === 0;
   }
 
+  /** The caches that have had no open watch for longer than `thresholdMs`. */
+  cachesNotWatchingFor(thresholdMs: number): string[] {
+    return Object.entries(this.informers).filter(([, i]) => i.notWatchingForMs() > thresholdMs).map(([name]) => name);
+  }
+
   /** The caches without an open watch right now (for diagnostics). */
   cachesNotWatching(): string[] {
     return Object.entries(this.informers).filter(([, i]) => !i.isWatching()).map(([name]) => name);
@@ -208,6 +233,7 @@ export class AclController {
   startWorkers(): void {
     if (this.workersRunning) return;
     this.workersRunning = true;
+    void retireReferenceWebhook(this.options.client, this.options.logger);
     this.enqueueAll();
     const count = this.options.workers ?? 5;
     for (let i = 0; i < count; i++) this.workerLoops.push(this.workerLoop());
@@ -290,6 +316,38 @@ export class AclController {
     if (result.waitingForCache) this.queue.addAfter(COMBINED_KEY, 100);
   }
 
+  /**
+   * The combined filters live outside any ManagedResource: after each combined sync (or failed
+   * attempt), every shoot whose reported ControlPlaneHealthy no longer matches what is stored is
+   * reconciled, so a foreign delete or a write the API server refuses shows on the Shoot. One pass
+   * over the stored filters; shoots whose report still holds are not touched.
+   */
+  private recheckReportedHealth(): void {
+    const shoots = this.informers.extensions.list().filter((ext) => ext.spec.type === EXTENSION_TYPE && hasShootClass(ext) && !ext.metadata.deletionTimestamp);
+    const applied = shoots.flatMap((ext) => appliedFromState(ext.metadata.namespace, ext.status?.['state']) ?? []);
+    const unprotected = this.combined.unprotected(applied);
+    for (const ext of shoots) {
+      const conditions = ext.status?.['conditions'];
+      const reported = Array.isArray(conditions) ? (conditions as { type?: string; status?: string }[]).find((c) => c.type === CONTROL_PLANE_HEALTHY)?.status : undefined;
+      if (reported === undefined) continue;
+      if ((reported === 'True') === unprotected.has(ext.metadata.namespace)) this.queue.add(`${EXT_PREFIX}${ext.metadata.namespace}/${ext.metadata.name}`);
+    }
+  }
+
+  /**
+   * Holds the key until the Extension cache shows the version this pass wrote (or the Extension is
+   * gone, or ~2 s passed): the next pass then decides on what is stored, not on an older copy
+   * that would make it repeat writes already made. Events meanwhile coalesce on the held key.
+   */
+  private async cacheShows(ext: Extension, resourceVersion: string): Promise<void> {
+    const deadline = Date.now() + 2_000;
+    while (Date.now() < deadline && !this.stopping) {
+      const cached = this.informers.extensions.get(ext.metadata.name, ext.metadata.namespace);
+      if (!cached || atLeast(cached.metadata.resourceVersion, resourceVersion)) return;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
   /** The failure of an Extension's reconcile in its status (not after losing the lease: that replica must not write). */
   private async reportFailure(key: string, error: unknown): Promise<void> {
     if (!key.startsWith(EXT_PREFIX) || error instanceof FenceRefusedError || (error instanceof Error && error.cause instanceof FenceRefusedError)) return;
@@ -306,7 +364,11 @@ export class AclController {
         this.queue.addAfter(COMBINED_KEY, wait);
         return 'done';
       }
-      await this.syncCombined();
+      try {
+        await this.syncCombined();
+      } finally {
+        this.recheckReportedHealth();
+      }
       return 'done';
     }
     const [namespace, name] = key.slice(EXT_PREFIX.length).split('/');
@@ -319,6 +381,7 @@ export class AclController {
       return 'done';
     }
     const outcome = await this.reconciler.reconcile(ext, { forceDelete: shootNeedsForceDeletion(cluster) });
+    if (outcome.written !== undefined) await this.cacheShows(ext, outcome.written);
     return outcome.kind;
   }
 

@@ -14,9 +14,11 @@ import {
   type KubeClient,
   type WriteHook,
 } from '../kube/objects-client.js';
-import type { ClusterClient, KubeObjectLike, ObjectRef } from './cluster-client.js';
+import type { ClusterClient, KubeObjectLike, ObjectRef, Written } from './cluster-client.js';
 
 export const FIELD_MANAGER = 'gardener-acl';
+
+const versionOf = (stored: { readonly metadata: { readonly resourceVersion?: string | undefined } }): Written => ({ resourceVersion: stored.metadata.resourceVersion });
 
 
 /** The actuator's port over the real API server; every write is counted. */
@@ -48,16 +50,16 @@ export class KubeClusterClient implements ClusterClient {
     return { resourceVersion: stored.metadata.resourceVersion };
   }
 
-  async mergePatch(ref: ObjectRef, patch: Record<string, unknown>): Promise<void> {
-    await mergePatch(this.target, ref, patch, { fieldManager: FIELD_MANAGER });
+  async mergePatch(ref: ObjectRef, patch: Record<string, unknown>): Promise<Written> {
+    return versionOf(await mergePatch(this.target, ref, patch, { fieldManager: FIELD_MANAGER }));
   }
 
-  async jsonPatch(ref: ObjectRef, operations: readonly Record<string, unknown>[]): Promise<void> {
-    await jsonPatch(this.target, ref, operations as readonly JsonPatchOperation[], { fieldManager: FIELD_MANAGER });
+  async jsonPatch(ref: ObjectRef, operations: readonly Record<string, unknown>[]): Promise<Written> {
+    return versionOf(await jsonPatch(this.target, ref, operations as readonly JsonPatchOperation[], { fieldManager: FIELD_MANAGER }));
   }
 
-  async patchStatus(ref: ObjectRef, status: Record<string, unknown>): Promise<void> {
-    await patchStatus(this.target, ref, status, { fieldManager: FIELD_MANAGER });
+  async patchStatus(ref: ObjectRef, status: Record<string, unknown>): Promise<Written> {
+    return versionOf(await patchStatus(this.target, ref, status, { fieldManager: FIELD_MANAGER }));
   }
 
   async delete(ref: ObjectRef): Promise<void> {

@@ -5,6 +5,7 @@ import { pino } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { z } from 'zod';
 import { AclController } from '../actuator/controller.js';
+import { ExtensionHeartbeat } from '../actuator/heartbeat.js';
 import { KubeClusterClient } from '../actuator/kube-cluster-client.js';
 import { LeaseFence } from '../kube/lease-fence.js';
 import { LeaderElector } from '../kube/leader-election.js';
@@ -13,6 +14,7 @@ import type { CommandIO } from './render-command.js';
 import { loadKubeConfig } from './kubeconfig.js';
 import { loadOperatorConfigFile } from './operator-config-file.js';
 import { startProbeServer } from './probe-server.js';
+import { LAGGING_CACHE_MS, STUCK_CACHE_MS } from './probe-thresholds.js';
 
 export const CONTROLLER_USAGE = `usage: gardener-acl controller [options]
 
@@ -21,12 +23,18 @@ Runs the extension controller for Extensions of type acl on a seed.
   --kubeconfig PATH                 kubeconfig (default: $KUBECONFIG, else in-cluster)
   --config PATH                     OperatorConfiguration YAML (default: built-in defaults)
   --leader-elect true|false         Lease leader election (default true)
-  --leader-election-namespace NS    default: $LEADER_ELECTION_NAMESPACE or garden
+  --leader-election-namespace NS    default: $LEADER_ELECTION_NAMESPACE or garden; the leader also
+                                    renews Gardener's extension heartbeat Lease
+                                    (gardener-extension-heartbeat) there
   --leader-election-id NAME         default: gardener-acl-leader-election
   --lease-duration DURATION         leader election lease duration (default 15s)
   --renew-deadline DURATION         leader gives up after failing to renew this long (default 10s)
   --retry-period DURATION           leader election retry period (default 2s)
   --probe-port PORT                 /healthz, /readyz, /metrics (default 8080)
+  --cache-unready-after DURATION    /readyz fails while a cache has had no open watch this long
+                                    (default 60s)
+  --cache-unhealthy-after DURATION  /healthz fails (the kubelet restarts the container) when a
+                                    cache has had no open watch this long (default 5m)
   --workers N                       concurrent reconciles (default 5)
   --resync-period DURATION          full resync (default 10m)
   --combined-min-interval DURATION  least time between writes of the combined filters (default 60s)
@@ -53,6 +61,8 @@ const argsSchema = z.object({
   'renew-deadline': durationSchema,
   'retry-period': durationSchema,
   'probe-port': z.coerce.number({ error: 'must be a number' }).int({ error: 'must be a port number from 0 to 65535' }).min(0, { error: 'must be a port number from 0 to 65535' }).max(65535, { error: 'must be a port number from 0 to 65535' }),
+  'cache-unready-after': durationSchema,
+  'cache-unhealthy-after': durationSchema,
   workers: z.coerce.number({ error: 'must be a number' }).int({ error: 'must be a whole number from 1 to 100' }).min(1, { error: 'must be a whole number from 1 to 100' }).max(100, { error: 'must be a whole number from 1 to 100' }),
   'resync-period': durationSchema,
   'combined-min-interval': durationSchema,
@@ -75,6 +85,8 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
         'renew-deadline': { type: 'string', default: '10s' },
         'retry-period': { type: 'string', default: '2s' },
         'probe-port': { type: 'string', default: '8080' },
+        'cache-unready-after': { type: 'string', default: `${LAGGING_CACHE_MS / 1000}s` },
+        'cache-unhealthy-after': { type: 'string', default: `${STUCK_CACHE_MS / 60_000}m` },
         workers: { type: 'string', default: '5' },
         'resync-period': { type: 'string', default: '10m' },
         'combined-min-interval': { type: 'string', default: '60s' },
@@ -127,8 +139,8 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
     resyncPeriodMs: a['resync-period'],
     combinedMinIntervalMs: a['combined-min-interval'],
   });
-  const probes = await startProbeServer({ port: a['probe-port'], registry, ready: () => controller.cachesSynced() });
-
+  // The writer renews Gardener's extension heartbeat, which gardenlet reads next to the conditions we report.
+  const heartbeat = new ExtensionHeartbeat(client, a['leader-election-namespace'], a['leader-election-id'], logger);
   const elector = a['leader-elect']
     ? new LeaderElector({
         kubeConfig,
@@ -144,6 +156,7 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
         onStartedLeading: () => {
           logger.info('became leader; starting workers');
           controller.startWorkers();
+          heartbeat.start();
         },
         // Like controller-runtime: a replica that lost the lease exits rather than risk two writers.
         onStoppedLeading: (reason) => {
@@ -153,10 +166,24 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
         },
       })
     : undefined;
+  const probes = await startProbeServer({
+    port: a['probe-port'],
+    registry,
+    readyz: () => [
+      ...(controller.cachesSynced() ? [] : ['caches not synced']),
+      ...controller.cachesNotWatchingFor(a['cache-unready-after']).map((name) => `cache ${name}: no open watch for over ${a['cache-unready-after'] / 1000} s`),
+    ],
+    healthz: () => [
+      ...[elector?.leaderHealthProblem()].filter((problem) => problem !== undefined),
+      ...controller.cachesNotWatchingFor(a['cache-unhealthy-after']).map((name) => `cache ${name}: no open watch for over ${a['cache-unhealthy-after'] / 1000} s`),
+    ],
+  });
+
   // Order: stop taking work, let what is in flight finish (bounded), only then release the
   // lease, so that no write of ours lands after a successor's first write.
   async function shutdown(code: number): Promise<void> {
     logger.info('shutting down');
+    heartbeat.stop();
     const finished = await controller.stopWorkers(a['graceful-shutdown-timeout']);
     if (!finished) logger.warn({ timeoutMs: a['graceful-shutdown-timeout'] }, 'reconciles still in flight at the graceful shutdown timeout; the lease is kept (not released) so it expires on its own');
     await elector?.stop({ release: finished });
@@ -170,7 +197,10 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
   await controller.startCaches();
   logger.info('caches synced');
   if (elector) await elector.run();
-  else controller.startWorkers();
+  else {
+    controller.startWorkers();
+    heartbeat.start();
+  }
   // Runs until a signal or lost leadership ends the process.
   return new Promise<number>(() => undefined);
 }

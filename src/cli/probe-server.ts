@@ -1,13 +1,26 @@
 // Plain-HTTP endpoints for kubelet probes and Prometheus, apart from any TLS serving port.
+// /healthz and /readyz answer 200 "ok", or 503 with one line per failing check (as the Kubernetes
+// components do), so `kubectl describe pod` shows why a probe failed.
 import { createServer, type Server } from 'node:http';
 import type { Registry } from 'prom-client';
+
+/** A probe's failing checks; empty when it passes. */
+export type ProbeChecks = () => readonly string[];
 
 export interface ProbeServerOptions {
   readonly port: number;
   readonly host?: string;
   readonly registry: Registry;
-  /** /readyz answers 200 only when this says so. */
-  readonly ready: () => boolean;
+  /** Liveness: failing checks make the kubelet restart the container. Default: none. */
+  readonly healthz?: ProbeChecks;
+  /** Readiness. */
+  readonly readyz: ProbeChecks;
+}
+
+function answer(checks: ProbeChecks | undefined, res: import('node:http').ServerResponse): void {
+  const failing = checks?.() ?? [];
+  if (failing.length === 0) res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
+  else res.writeHead(503, { 'content-type': 'text/plain' }).end(failing.map((f) => `[-] ${f}\n`).join(''));
 }
 
 export async function startProbeServer(options: ProbeServerOptions): Promise<Server> {
@@ -18,10 +31,9 @@ export async function startProbeServer(options: ProbeServerOptions): Promise<Ser
       return;
     }
     if (path === '/healthz') {
-      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
+      answer(options.healthz, res);
     } else if (path === '/readyz') {
-      const ready = options.ready();
-      res.writeHead(ready ? 200 : 503, { 'content-type': 'text/plain' }).end(ready ? 'ok\n' : 'not ready\n');
+      answer(options.readyz, res);
     } else if (path === '/metrics') {
       options.registry.metrics().then(
         (text) => res.writeHead(200, { 'content-type': options.registry.contentType }).end(text),

@@ -14,6 +14,7 @@ import { selfSignedCertificates, serviceDnsNames, type KeyPair } from '../webhoo
 import { startWebhookApp, type CertificateSource } from '../webhook/webhook-app.js';
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration, type ClientTarget } from '../webhook/webhook-configuration.js';
 import { startProbeServer } from './probe-server.js';
+import { STUCK_CACHE_MS } from './probe-thresholds.js';
 import type { CommandIO } from './render-command.js';
 import { loadKubeConfig } from './kubeconfig.js';
 import { loadOperatorConfigFile } from './operator-config-file.js';
@@ -168,7 +169,14 @@ export async function webhookCommand(argv: readonly string[], io: CommandIO): Pr
     logger,
     registry,
   });
-  const probes = await startProbeServer({ port: a['probe-port'], registry, ready: () => app.ready() });
+  const probes = await startProbeServer({
+    port: a['probe-port'],
+    registry,
+    readyz: () => (app.ready() ? [] : ['not listening or caches not synced']),
+    // Readiness stays with a cache that only lags (the webhook keeps admitting from it); a cache
+    // that has followed no watch for minutes is stuck, and a restart lists afresh.
+    healthz: () => (cache?.stuck(STUCK_CACHE_MS) ?? []).map((name) => `cache ${name}: no open watch for over ${STUCK_CACHE_MS / 1000} s`),
+  });
   logger.info({ port: app.port, webhooks: a.webhooks }, 'webhook server listening');
   async function shutdown(): Promise<void> {
     logger.info('shutting down');

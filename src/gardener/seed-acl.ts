@@ -186,6 +186,7 @@ function computeShootAcl(
     flag.configurationProblem();
     return fail(extRef, formatFieldErrors(config.errors));
   }
+  for (const warning of config.warnings) problems.push({ severity: 'warning', object: extRef, message: `${warning.path}: ${warning.message}` });
   if (!ctx.seedInputsOk) return fail(extRef, 'a seed-wide input is invalid (see the seed problems); the ACL is left as it was');
 
   const cluster = inv.clusters.find((c) => c.metadata.name === namespace);

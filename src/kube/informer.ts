@@ -84,6 +84,8 @@ export class ResilientInformer<T extends Named> {
   private resourceVersion: string | undefined;
   private synced = false;
   private watching = false;
+  /** Monotonic time the cache last stopped following the server (undefined while watching). */
+  private notWatchingSince: number | undefined = performance.now();
   private loop: Promise<void> | undefined;
   private readonly stopController = new AbortController();
   private resyncTimer: NodeJS.Timeout | undefined;
@@ -124,6 +126,17 @@ export class ResilientInformer<T extends Named> {
   /** A watch is open right now: changes reach the cache as they happen (not while backing off). */
   isWatching(): boolean {
     return this.watching;
+  }
+
+  /** How long the cache has gone without an open watch (0 while watching): short gaps are every re-open, long ones a stuck informer. */
+  notWatchingForMs(): number {
+    return this.notWatchingSince === undefined ? 0 : performance.now() - this.notWatchingSince;
+  }
+
+  private setWatching(watching: boolean): void {
+    if (watching) this.notWatchingSince = undefined;
+    else this.notWatchingSince ??= performance.now();
+    this.watching = watching;
   }
 
   /** Cached objects, optionally of one namespace. */
@@ -169,9 +182,9 @@ export class ResilientInformer<T extends Named> {
           continue;
         }
       }
-      this.watching = false;
+      this.setWatching(false);
       const outcome = await this.watch();
-      this.watching = false;
+      this.setWatching(false);
       if (this.stopping) break;
       if (outcome.healthy) failures = 0;
       // An accepted watch that fell silent is re-opened at once from its resourceVersion: in a
@@ -209,7 +222,7 @@ export class ResilientInformer<T extends Named> {
         signal: this.stopController.signal,
         onConnected: () => {
           accepted = performance.now();
-          this.watching = true;
+          this.setWatching(true);
           this.log.debug({ resourceVersion }, 'watching');
         },
         onEvent: (event) => {

@@ -73,7 +73,7 @@ type Lease = z.infer<typeof leaseSchema>;
 type Attempt = 'ours' | 'other' | 'conflict';
 
 /** metav1.MicroTime wants exactly six fractional digits; toISOString has three. */
-function microTime(ms: number): string {
+export function microTime(ms: number): string {
   return new Date(ms).toISOString().replace(/Z$/, '000Z');
 }
 
@@ -111,6 +111,18 @@ export class LeaderElector {
 
   isLeader(): boolean {
     return this.leading;
+  }
+
+  /**
+   * Why this replica is unhealthy as a leader, or undefined: a leader whose last successful renewal
+   * is older than the lease plus 20 s (controller-runtime's leader-election health check) is stuck,
+   * since a renew loop that runs gives up at the renew deadline and exits.
+   */
+  leaderHealthProblem(): string | undefined {
+    if (!this.leading) return undefined;
+    const sinceRenewMs = this.now() - this.lastRenewSent;
+    if (sinceRenewMs <= this.leaseDurationMs + 20_000) return undefined;
+    return `leader without a successful lease renewal for ${Math.round(sinceRenewMs / 1000)} s`;
   }
 
   /** Campaigns, leads, and campaigns again after a loss, until stop(). */

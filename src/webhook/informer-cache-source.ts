@@ -57,6 +57,13 @@ export class InformerCacheSource implements AdmissionCacheSource {
     return this.changes;
   }
 
+  /** The caches that have followed no watch for `thresholdMs` (a stuck informer serves an ever older view). */
+  stuck(thresholdMs: number): string[] {
+    return Object.entries({ extensions: this.extensionInformer, deployments: this.deploymentInformer })
+      .filter(([, informer]) => informer.notWatchingForMs() > thresholdMs)
+      .map(([name]) => name);
+  }
+
   synced(): boolean {
     return this.extensionInformer.hasSynced() && this.deploymentInformer.hasSynced();
   }

@@ -35,11 +35,12 @@ export function validateShoot(request: AdmissionRequest, maxCidrs: number): Admi
   // A Shoot being deleted must be able to lose its finalizers whatever its configuration says.
   if (shoot.data.metadata?.deletionTimestamp) return { allowed: true };
   const entries = aclEntries(shoot.data.spec?.extensions);
-  const errors: FieldError[] = entries.flatMap(({ entry, index }) => {
-    const result = parseProviderConfig(entry.providerConfig, maxCidrs, `spec.extensions[${index}].providerConfig`);
-    return result.ok ? [] : result.errors;
-  });
-  if (errors.length === 0) return { allowed: true };
+  const results = entries.map(({ entry, index }) => parseProviderConfig(entry.providerConfig, maxCidrs, `spec.extensions[${index}].providerConfig`));
+  const errors: FieldError[] = results.flatMap((result) => (result.ok ? [] : result.errors));
+  if (errors.length === 0) {
+    const warnings = results.flatMap((result) => (result.ok ? result.warnings : [])).map((w) => `${w.path}: ${w.message}`);
+    return warnings.length > 0 ? { allowed: true, warnings } : { allowed: true };
+  }
   // An update that leaves the ACL as it was (e.g. after the operator lowered maxCIDRs) must not
   // block unrelated changes to the Shoot; the owner is warned instead.
   if (request.operation === 'UPDATE' && jsonEqual(entries.map(({ entry }) => entry), oldAclEntries(request.oldObject))) {

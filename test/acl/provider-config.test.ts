@@ -42,10 +42,14 @@ describe('providerConfig', () => {
     expect(errorsOf({ rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['1.0.0.0/8', '2.0.0.0/8', '3.0.0.0/8'] } }, 2)).toEqual([
       `${P}.rule.cidrs: has 3 entries, more than the maximum of 2 set by the operator; merge ranges or ask the operator to raise maxCIDRs`,
     ]);
-    expect(errorsOf({ rules: [], rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['1.0.0.0/8'], cidr: 'x' } })).toEqual([
-      `${P}.rule: unknown field(s) "cidr"; remove them or check the spelling`,
-      `${P}: unknown field(s) "rules"; remove them or check the spelling`,
+    // Unknown fields are ignored with a warning, as the reference extension ignored them; a
+    // misspelt required field is still missing.
+    const lenient = parseProviderConfig({ rules: [], rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['1.0.0.0/8'], cidr: 'x' } }, 50, P);
+    expect(lenient.ok && lenient.warnings.map((w) => `${w.path}: ${w.message}`)).toEqual([
+      `${P}: unknown field(s) "rules" ignored; remove them or check the spelling`,
+      `${P}.rule: unknown field(s) "cidr" ignored; remove them or check the spelling`,
     ]);
+    expect(errorsOf({ rule: { action: 'ALLOW', type: 'remote_ip', cidr: ['1.0.0.0/8'] } })).toEqual([`${P}.rule.cidrs: must be a list of CIDR strings`]);
     expect(errorsOf({ rule: { action: 1, type: 'remote_ip', cidrs: '1.0.0.0/8' } })).toEqual([
       `${P}.rule.action: must be a string, one of ALLOW, DENY`,
       `${P}.rule.cidrs: must be a list of CIDR strings`,

@@ -117,8 +117,13 @@ describe('extension controller on a real kube-apiserver', () => {
     await settled('before foreign writes');
     const before = await getObject(cp.kubeConfig, mrRef(technicalID(A)));
     const spec = (o: Record<string, unknown> | undefined) => JSON.stringify(o?.['spec']);
+    const meta = (o: Record<string, unknown> | undefined) => o?.['metadata'] as { uid?: string; deletionTimestamp?: string } | undefined;
     await deleteObject(cp.kubeConfig, mrRef(technicalID(A)));
-    await eventually('ManagedResource recreated', async () => spec(await getObject(cp.kubeConfig, mrRef(technicalID(A)))) === spec(before), 10_000);
+    // The resource manager's finalizer holds the deleted one for a moment; a new one must follow.
+    await eventually('ManagedResource recreated', async () => {
+      const mr = await getObject(cp.kubeConfig, mrRef(technicalID(A)));
+      return meta(mr)?.uid !== meta(before)?.uid && !meta(mr)?.deletionTimestamp && spec(mr) === spec(before);
+    }, 30_000);
     await mergePatch(cp.kubeConfig, mrRef(technicalID(A)), { spec: { secretRefs: [{ name: 'someone-elses' }] }, metadata: { labels: { 'app.kubernetes.io/managed-by': null } } });
     await eventually('ManagedResource edit reverted', async () => {
       const mr = await getObject(cp.kubeConfig, mrRef(technicalID(A)));
@@ -162,6 +167,7 @@ describe('extension controller on a real kube-apiserver', () => {
         'create Secret',
         'delete Secret',
         'patch Extension', // reconcile annotation removed
+        'patch-status Extension', // Processing: gardenlet's request taken up, before the actuator runs
         'patch-status Extension', // Processing: the new ACL recorded, the combined filters built from it
         'patch-status Extension', // Succeeded once the stored combined filters hold it everywhere
       ].sort(),
@@ -317,7 +323,7 @@ describe('extension controller on a real kube-apiserver', () => {
   });
 
   it('an acl Extension of class seed or garden is left to other controllers: no finalizer, no status, no filter', async () => {
-    const F: ShootFixture = { project: 'q', name: 'f' };
+    const F: ShootFixture = { project: 'q', name: 'k' };
     await createSeed(cp.kubeConfig, [], [F]);
     const seedClass = aclExtension(technicalID(F), allowRule('192.0.2.0/24'));
     await createObject(cp.kubeConfig, { ...seedClass, spec: { ...(seedClass['spec'] as object), class: 'seed' } });
@@ -331,7 +337,7 @@ describe('extension controller on a real kube-apiserver', () => {
   });
 
   it('a shoot whose last operation Failed is left alone (Gardener\'s ShootNotFailedPredicate); it is handled again once Gardener retries', async () => {
-    const G: ShootFixture = { project: 'q', name: 'g' };
+    const G: ShootFixture = { project: 'q', name: 'h' };
     await createSeed(cp.kubeConfig, [], [G]);
     const clusterRef: ObjectRef = { apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Cluster', name: technicalID(G) };
     const setShootState = (state: string) => mergePatch(cp.kubeConfig, clusterRef, { spec: { shoot: { status: { lastOperation: { type: 'Reconcile', state } } } } });

@@ -2,7 +2,7 @@
 // (real kube-apiserver: the patch the reconciler sends, applied to what the server stores).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { addFinalizer } from '../../src/actuator/shoot-reconciler.js';
+import { addFinalizer } from '../../src/actuator/extension-reconciler.js';
 import { extensionSchema, type Extension } from '../../src/gardener/objects.js';
 import { createObject, getObject, jsonPatch, mergePatch, type JsonPatchOperation } from '../../src/kube/objects-client.js';
 import type { ControlPlane } from '../kube/control-plane.js';

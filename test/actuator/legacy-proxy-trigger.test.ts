@@ -5,7 +5,7 @@ import jsonpatch from 'fast-json-patch';
 import { describe, expect, it } from 'vitest';
 import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
 import type { ClusterClient, ObjectRef } from '../../src/actuator/cluster-client.js';
-import { ShootReconciler } from '../../src/actuator/shoot-reconciler.js';
+import { AclActuator } from '../../src/actuator/acl-actuator.js';
 import type { Extension } from '../../src/gardener/objects.js';
 import { legacyProxyPatch, type LegacyProxyAcl } from '../../src/rbac/legacy-proxy-patch.js';
 import { testLogger } from '../kube/kube-test-helpers.js';
@@ -34,18 +34,17 @@ function fakeClient(existing: readonly string[], vanishing: readonly string[] = 
   return { client, calls };
 }
 
-function reconciler(client: ClusterClient): ShootReconciler {
-  return new ShootReconciler({
+function reconciler(client: ClusterClient): AclActuator {
+  return new AclActuator({
     client,
     operator: defaultOperatorConfig(),
     inventory: () => ({ extensions: [], clusters: [], infrastructures: [], gateways: [], deployments: [], services: [], configMaps: [] }),
-    now: () => new Date(0),
     logger: testLogger(),
-    warn: async () => undefined,
     combinedHolds: () => false,
     combinedChanged: () => undefined,
     combinedProtection: () => ({ uncovered: [], problem: undefined }),
     awaitCombined: () => undefined,
+    warn: async () => undefined,
   });
 }
 
@@ -99,9 +98,10 @@ describe('legacy apiserver-proxy trigger', () => {
       spec: { type: 'acl' },
       status: { state: { gatewayNamespaces: ['istio-ingress'] } },
     };
-    await reconciler(client).reconcile(ext);
+    // The actuator's delete resolves before the generic reconciler takes the finalizer off, so the
+    // webhook still sees the Extension in deletion when it re-admits the filter.
+    expect(await reconciler(client).delete(ext)).toEqual({ kind: 'done' });
     expect(calls).toContain(`merge EnvoyFilter istio-ingress/${ID} {}`);
-    // Before the finalizer goes, while the webhook still sees the Extension in deletion.
-    expect(calls.indexOf(`merge EnvoyFilter istio-ingress/${ID} {}`)).toBeLessThan(calls.findIndex((c) => c.startsWith('json Extension')));
+    expect(calls.some((c) => c.startsWith('json Extension'))).toBe(false);
   });
 });

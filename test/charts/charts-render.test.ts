@@ -76,6 +76,39 @@ describe('seed chart rendering', () => {
     expect(find(objects, 'Role', 'gardener-acl-leader-election').rules).toEqual(leaderElectionRules('acl-leader'));
   });
 
+  it('the reference extension’s chart values work unchanged: mapped where they mean the same, the rest named on the Deployment', async () => {
+    // stackitcloud/gardener-extension-acl charts/gardener-extension-acl/values.yaml, as operators set it.
+    const reference = {
+      image: { repository: 'registry.example.com/acl', tag: 'v1.0.0' },
+      imagePullPolicy: 'Always',
+      replicaCount: 3,
+      resources: { requests: { cpu: '50m', memory: '64Mi' } },
+      vpa: { enabled: true, resourcePolicy: { minAllowed: { cpu: '50m', memory: '64Mi' } }, updatePolicy: { updateMode: 'Recreate' } },
+      controllers: { concurrentSyncs: 7, ignoreOperationAnnotation: false, healthcheck: { concurrentSyncs: 5 } },
+      disableControllers: [],
+      additionalAllowedCidrs: ['192.0.2.0/24'],
+      gardener: { version: '1.130.0' },
+      webhook: { enabled: false },
+    };
+    const objects = await renderChart(SEED_CHART, reference);
+    const deployment = find(objects, 'Deployment') as unknown as { metadata: { annotations?: Record<string, string> } };
+    const spec = podSpec(objects);
+    const controller = spec.template.spec.containers.find((c) => c.name === 'controller') as Container & { imagePullPolicy: string };
+    expect(spec.replicas).toBe(3);
+    expect(controller.image).toBe('registry.example.com/acl:v1.0.0');
+    expect(controller.imagePullPolicy).toBe('Always');
+    expect(controller.args).toContain('--workers=7');
+    expect(controller.resources).toEqual({ requests: { cpu: '50m', memory: '64Mi' } });
+    const configYaml = (find(objects, 'ConfigMap').data as Record<string, string>)['config.yaml'] ?? '';
+    const parsed = parseOperatorConfig(parseYaml(configYaml));
+    expect(parsed.ok && parsed.config.additionalAllowedCIDRs).toHaveLength(1);
+    expect(configYaml).toContain('- 192.0.2.0/24');
+    expect(deployment.metadata.annotations?.['acl.gardener.cloud/ignored-reference-values']).toBe('vpa, disableControllers, controllers.ignoreOperationAnnotation, controllers.healthcheck');
+    expect(find(objects, 'PodDisruptionBudget').spec).toMatchObject({ maxUnavailable: 2 });
+    // Our own values carry no such annotation.
+    expect((find(await renderChart(SEED_CHART), 'Deployment') as unknown as { metadata: { annotations?: unknown } }).metadata.annotations).toBeUndefined();
+  });
+
   it('the default OperatorConfiguration is what the controller would use without --config', async () => {
     const configYaml = (find(await renderChart(SEED_CHART), 'ConfigMap').data as Record<string, string>)['config.yaml'] ?? '';
     expect(parseOperatorConfig(parseYaml(configYaml))).toEqual(parseOperatorConfig({ apiVersion: 'acl.gardener.cloud/v1alpha1', kind: 'OperatorConfiguration' }));

@@ -18,6 +18,7 @@ export const CLUSTER_RULES: readonly Rule[] = [
   { apiGroups: [''], resources: ['services'], verbs: ['list', 'watch'] },
   { apiGroups: ['resources.gardener.cloud'], resources: ['managedresources'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   { apiGroups: [''], resources: ['secrets'], verbs: ['create', 'delete'] },
+  { apiGroups: ['admissionregistration.k8s.io'], resources: ['mutatingwebhookconfigurations'], resourceNames: ['acl'], verbs: ['get', 'delete'] },
   { apiGroups: [''], resources: ['events'], verbs: ['create'] },
 ];
 
@@ -26,4 +27,5 @@ export const KUBE_SYSTEM_RULES: readonly Rule[] = [{ apiGroups: [''], resources:
 export const leaderElectionRules = (leaseName: string): readonly Rule[] => [
   { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
   { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: [leaseName], verbs: ['get', 'update'] },
+  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['gardener-extension-heartbeat'], verbs: ['get', 'patch'] },
 ];

@@ -80,6 +80,11 @@ describe('seed chart RBAC on a real kube-apiserver', () => {
     expect(combined.every((f) => (f as { metadata: { namespace: string } }).metadata.namespace === DEFAULT_GW.namespace)).toBe(true);
     const lease = (await getObject(cp.kubeConfig, { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', name: 'gardener-acl-leader-election', namespace: NAMESPACE })) as unknown as { spec: { holderIdentity?: string } };
     expect(lease.spec.holderIdentity).toBeTruthy();
+    // Gardener's extension heartbeat, which gardenlet reads next to the conditions we report.
+    const heartbeat = await eventually('heartbeat Lease', async () =>
+      (await getObject(cp.kubeConfig, { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', name: 'gardener-extension-heartbeat', namespace: NAMESPACE })) as unknown as { spec: { renewTime?: string } } | undefined,
+    );
+    expect(Date.now() - Date.parse(heartbeat.spec.renewTime ?? '')).toBeLessThan(60_000);
     expect(controller?.output()).not.toMatch(/forbidden/i);
   }, 90_000);
 

@@ -90,15 +90,29 @@ describe("gardenlet's Extension deployer drives the controller", () => {
     await createObject(cp.kubeConfig, refuse);
     await createObject(cp.kubeConfig, binding);
     const policyRef = (kind: string): ObjectRef => ({ apiVersion: 'admissionregistration.k8s.io/v1', kind, name: 'refuse-mr' });
+    // A policy takes a moment to be enforced: a probe ManagedResource is refused once it is.
+    const probe: ObjectRef = { apiVersion: 'resources.gardener.cloud/v1alpha1', kind: 'ManagedResource', name: 'probe', namespace: ns };
+    await eventually('policy in force', async () => {
+      try {
+        await createObject(cp.kubeConfig, { apiVersion: probe.apiVersion, kind: probe.kind, metadata: { name: probe.name, namespace: ns }, spec: { secretRefs: [] } });
+        await deleteObject(cp.kubeConfig, probe);
+        return false;
+      } catch {
+        return true;
+      }
+    });
     const running = deployer(S, ['deploy', 'wait'], allowRule('192.0.2.0/25'));
-    // The Extension shows the failure while it lasts.
-    await eventually('the failure reaches the status', async () => {
-      const status = (await getObject(cp.kubeConfig, extRef(S)))?.['status'] as { lastError?: { description?: string } } | undefined;
-      return status?.lastError?.description?.includes('the seed is having a bad day');
-    }, 60_000);
-    await sleep(2_000);
-    await deleteObject(cp.kubeConfig, policyRef('ValidatingAdmissionPolicyBinding'));
-    await deleteObject(cp.kubeConfig, policyRef('ValidatingAdmissionPolicy'));
+    try {
+      // The Extension shows the failure while it lasts.
+      await eventually('the failure reaches the status', async () => {
+        const status = (await getObject(cp.kubeConfig, extRef(S)))?.['status'] as { lastError?: { description?: string } } | undefined;
+        return status?.lastError?.description?.includes('the seed is having a bad day');
+      }, 60_000);
+      await sleep(2_000);
+    } finally {
+      await deleteObject(cp.kubeConfig, policyRef('ValidatingAdmissionPolicyBinding'));
+      await deleteObject(cp.kubeConfig, policyRef('ValidatingAdmissionPolicy'));
+    }
     const run = await running;
     expect(run.steps.map((s) => [s.step, s.ok])).toEqual([['connect', true], ['deploy', true], ['wait', true]]);
     expect(await appliedCidrs(cp, S)).toEqual(['192.0.2.0/25']);

@@ -81,3 +81,12 @@ export function garbageCollectOnce(kubeconfig: string): Promise<ContractRun> {
 export function validateWithGardener(files: string[]): Promise<ContractRun> {
   return runContract(['validate', ...files]);
 }
+
+/**
+ * What gardenlet's shoot care makes of the Extension's ControlPlaneHealthy condition and the
+ * extension's heartbeat Lease (HealthChecker.CheckExtensionCondition): ok, or the shoot's
+ * condition as "<status> <reason>: <message>".
+ */
+export function gardenletCare(kubeconfig: string, namespace: string, heartbeatNamespace: string): Promise<ContractRun> {
+  return runContract(['care', `--kubeconfig=${kubeconfig}`, `--namespace=${namespace}`, `--heartbeat-namespace=${heartbeatNamespace}`]);
+}

@@ -45,3 +45,45 @@ system:serviceaccount:{{ .Release.Namespace }}:{{ include "gardener-acl.name" . 
 {{- dict "crt" $tls.crt "key" $tls.key "caBundle" $tls.caBundle | toJson -}}
 {{- end -}}
 {{- end -}}
+
+{{/* Values of the reference extension's chart (stackitcloud/gardener-extension-acl), accepted so
+     that its ControllerDeployment values work unchanged when switching over; each maps to ours
+     where it means the same and wins over our default. See README "Migrating from the reference
+     extension". */}}
+{{- define "gardener-acl.replicas" -}}
+{{- if hasKey .Values "replicaCount" -}}{{ .Values.replicaCount }}{{- else -}}{{ .Values.replicas }}{{- end -}}
+{{- end -}}
+
+{{- define "gardener-acl.pullPolicy" -}}
+{{- .Values.imagePullPolicy | default .Values.image.pullPolicy -}}
+{{- end -}}
+
+{{- define "gardener-acl.workers" -}}
+{{- $controllers := .Values.controllers | default dict -}}
+{{- if hasKey $controllers "concurrentSyncs" -}}{{ $controllers.concurrentSyncs }}{{- else -}}{{ .Values.controller.workers }}{{- end -}}
+{{- end -}}
+
+{{/* The reference's flat resources.requests/limits meant its only container, the controller. */}}
+{{- define "gardener-acl.controllerResources" -}}
+{{- $flat := pick .Values.resources "requests" "limits" -}}
+{{- if $flat -}}{{ toYaml $flat }}{{- else -}}{{ toYaml .Values.resources.controller }}{{- end -}}
+{{- end -}}
+
+{{- define "gardener-acl.operatorConfig" -}}
+{{- $config := deepCopy .Values.config -}}
+{{- $_ := set $config "additionalAllowedCIDRs" (concat ($config.additionalAllowedCIDRs | default list) (.Values.additionalAllowedCidrs | default list) | uniq) -}}
+{{- toYaml $config -}}
+{{- end -}}
+
+{{/* Reference values with no counterpart here, named on the Deployment so `kubectl describe`
+     shows what the switch-over left without effect. */}}
+{{- define "gardener-acl.ignoredReferenceValues" -}}
+{{- $ignored := list -}}
+{{- range $key := list "vpa" "disableControllers" "imageVectorOverwrite" -}}
+{{- if hasKey $.Values $key -}}{{- $ignored = append $ignored $key -}}{{- end -}}
+{{- end -}}
+{{- range $key := list "ignoreOperationAnnotation" "healthcheck" -}}
+{{- if hasKey ($.Values.controllers | default dict) $key -}}{{- $ignored = append $ignored (printf "controllers.%s" $key) -}}{{- end -}}
+{{- end -}}
+{{- join ", " $ignored -}}
+{{- end -}}

@@ -6,6 +6,8 @@
 //	gardener-contract extension --kubeconfig K --namespace NS --steps deploy,wait[,...]
 //	    [--provider-config JSON] [--timeout 3m] [--interval 5s] [--severe-threshold 30s]
 //	gardener-contract health --kubeconfig K --namespace NS [--extension acl] [--managed-resource NAME]
+//	gardener-contract care --kubeconfig K --namespace NS --heartbeat-namespace NS [--stale-threshold 5m]
+//	gardener-contract garden --kube-assets DIR --kubeconfig-out FILE   (serves until stdin closes)
 //	gardener-contract gc --kubeconfig K
 //	gardener-contract validate FILE...
 //
@@ -45,7 +47,7 @@ func report(step string, started time.Time, err error) bool {
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: gardener-contract extension|health|gc|validate ...")
+		fmt.Fprintln(os.Stderr, "usage: gardener-contract extension|health|care|garden|gc|validate ...")
 		os.Exit(2)
 	}
 	var ok bool
@@ -54,6 +56,10 @@ func main() {
 		ok = runExtension(os.Args[2:])
 	case "health":
 		ok = runHealth(os.Args[2:])
+	case "care":
+		ok = runCare(os.Args[2:])
+	case "garden":
+		ok = runGarden(os.Args[2:])
 	case "gc":
 		ok = runGarbageCollector(os.Args[2:])
 	case "validate":

@@ -1,0 +1,226 @@
+// The ACL work behind Gardener's Extension contract: computes a shoot's ACL, writes its
+// ManagedResource and checks that every path holds it as stored (the per-shoot filters through
+// the resource manager, the combined CONNECT filters, the legacy apiserver-proxy filters); delete
+// and migrate take the shoot's filters away. The generic reconciler turns the results into the
+// Extension's status; nothing here writes the Extension.
+import type { Logger } from 'pino';
+import { MAX_LISTED_ERRORS } from '../acl/field-errors.js';
+import type { OperatorConfig } from '../acl/operator-config.js';
+import { boundedLines } from '../acl/quote-input.js';
+import type { Extension } from '../gardener/objects.js';
+import { formatProblem } from '../gardener/problems.js';
+import { seedContext, shootAclFromInventory, type SeedInventory } from '../gardener/seed-acl.js';
+import { isNotFound } from '../kube/errors.js';
+import { jsonEqual } from '../rbac/deep-equal.js';
+import { legacyProxyPatch, type LegacyProxyAcl } from '../rbac/legacy-proxy-patch.js';
+import { buildShootEnvoyFilters, shootFilterName } from '../rbac/shoot-envoy-filters.js';
+import { ReportedProblem, type Actuator, type ActuatorResult } from './actuator.js';
+import { appliedFromState, stateFor, stateSchema, type AppliedAcl } from './applied-state.js';
+import type { ClusterClient, ObjectRef } from './cluster-client.js';
+import { MANAGED_RESOURCE_NAME, checkStoredManagedResource, managedResourceObjects } from './managed-resource.js';
+import { retireReferenceManagedResource } from './reference-extension.js';
+
+export interface AclActuatorDeps {
+  readonly client: ClusterClient;
+  readonly operator: OperatorConfig;
+  /** The informer caches, as a seed inventory. */
+  readonly inventory: () => SeedInventory;
+  readonly logger: Logger;
+  /** Whether some stored combined CONNECT filter still holds a policy of this shoot. */
+  readonly combinedHolds: (technicalID: string) => boolean;
+  /** Ask for a combined rebuild soon (coalesced). */
+  readonly combinedChanged: () => void;
+  /** Where the stored combined filters do not protect `shoot` as recorded, and why, if known. */
+  readonly combinedProtection: (shoot: AppliedAcl) => { readonly uncovered: readonly string[]; readonly problem: string | undefined };
+  /** Reconcile `ext` again when the stored combined filters change. */
+  readonly awaitCombined: (ext: Extension) => void;
+  /** A Warning Event on the Extension: admitted, but the owner should know. */
+  readonly warn: (ext: Extension, reason: string, message: string) => Promise<void>;
+}
+
+/** Names Gardener gave its per-shoot EnvoyFilter for the legacy apiserver-proxy port over the releases. */
+export function legacyProxyFilterNames(technicalID: string): string[] {
+  return [technicalID, `${technicalID}-apiserver-proxy`];
+}
+
+const MR_REF = (namespace: string): ObjectRef => ({ apiVersion: 'resources.gardener.cloud/v1alpha1', kind: 'ManagedResource', name: MANAGED_RESOURCE_NAME, namespace });
+
+const DONE: ActuatorResult = { kind: 'done' };
+
+export class AclActuator implements Actuator {
+  constructor(private readonly deps: AclActuatorDeps) {}
+
+  private log(ext: Extension): Logger {
+    return this.deps.logger.child({ shoot: ext.metadata.namespace });
+  }
+
+  /**
+   * Succeeded means protected as stored: the result is `pending` until the stored combined
+   * CONNECT filters (built from the recorded state) and the legacy apiserver-proxy filters
+   * (admitted by the webhook from the recorded state) hold the ACL computed now.
+   */
+  async reconcile(ext: Extension): Promise<ActuatorResult> {
+    const log = this.log(ext);
+    const ctx = seedContext(this.deps.inventory(), this.deps.operator);
+    const result = shootAclFromInventory(ext, ctx);
+    const errors = [...ctx.problems, ...result.problems].filter((p) => p.severity === 'error');
+    if (!result.acl || errors.length > 0) {
+      const description = boundedLines(errors.map(formatProblem), MAX_LISTED_ERRORS).join('\n') || 'the ACL could not be computed';
+      log.warn({ problems: errors.length, description }, 'ACL not applied; the previous protection stays in place');
+      throw new ReportedProblem(description, result.configurationProblem);
+    }
+    const acl = result.acl;
+    let state = stateFor(acl);
+    const warnings = result.problems.filter((p) => p.severity === 'warning').map(formatProblem);
+    // Told once per new ACL (when it is recorded), not on every resync.
+    if (warnings.length > 0 && !jsonEqual(stateSchema.safeParse(ext.status?.['state'] ?? {}).data?.applied ?? null, stateSchema.parse(state).applied ?? null)) {
+      log.warn({ warnings }, 'ACL applied with warnings');
+      await this.deps.warn(ext, 'ACLWarning', boundedLines(warnings, MAX_LISTED_ERRORS).join('\n'));
+    }
+    if (result.noGateways) {
+      // Hibernated or not yet deployed: the SNI chains are unknown, so the ManagedResource keeps
+      // what it has; the gateway namespaces it was written to stay recorded.
+      const previous = stateSchema.safeParse(ext.status?.['state'] ?? {});
+      state = { ...state, gatewayNamespaces: previous.success ? previous.data.gatewayNamespaces : [] };
+      log.info('no Gateway in the shoot namespace; keeping the existing per-shoot filters');
+    } else {
+      const filters = buildShootEnvoyFilters(acl, { operator: this.deps.operator, gateways: ctx.gateways, observabilityWildcards: ctx.observabilityWildcards, shoots: [] });
+      await this.writeManagedResource(ext.metadata.namespace, filters);
+    }
+
+    const applied = appliedFromState(ext.metadata.namespace, state);
+    if (applied) {
+      const { uncovered, problem } = this.deps.combinedProtection(applied);
+      if (uncovered.length > 0) {
+        this.deps.awaitCombined(ext);
+        this.deps.combinedChanged();
+        const paths = boundedLines(uncovered, 4).join(', ');
+        return {
+          kind: 'pending',
+          reason: `ACL recorded; waiting for the combined CONNECT filters on ${paths}`,
+          state,
+          ...(problem !== undefined ? { problem: `the combined CONNECT filters do not protect this shoot as recorded on ${paths}: ${problem}` } : {}),
+        };
+      }
+    }
+    const unverified = await this.triggerLegacyProxyFilters(ext.metadata.namespace, state.gatewayNamespaces, applied);
+    if (unverified.length > 0) {
+      log.info({ filters: unverified }, 'legacy apiserver-proxy filters not yet admitted with the recorded ACL (the webhook’s cache lags); nudging them again');
+      return { kind: 'pending', reason: `ACL recorded; waiting for the legacy apiserver-proxy filters ${unverified.join(', ')}`, state };
+    }
+    // Add before remove: only now may the reference extension's filters of this shoot go.
+    if (await retireReferenceManagedResource(this.deps.client, ext.metadata.namespace)) {
+      log.info('deleted the reference extension’s ManagedResource acl-seed; this controller protects the shoot');
+    }
+    return { kind: 'done', state };
+  }
+
+  /** status.state came along from the previous seed; the combined filters are rebuilt from it first. */
+  restore(ext: Extension): Promise<ActuatorResult> {
+    return this.reconcile(ext);
+  }
+
+  delete(ext: Extension): Promise<ActuatorResult> {
+    return this.remove(ext, false);
+  }
+
+  forceDelete(ext: Extension): Promise<ActuatorResult> {
+    return this.remove(ext, true);
+  }
+
+  migrate(ext: Extension): Promise<ActuatorResult> {
+    return this.remove(ext, false);
+  }
+
+  /**
+   * Converges the stored ManagedResource on the desired one: written when it is missing or differs
+   * in anything we set (a foreign edit or delete comes back), its Secret created again when the
+   * resource manager reports it could not apply it (a deleted Secret). Unchanged: no write.
+   */
+  private async writeManagedResource(namespace: string, filters: Parameters<typeof managedResourceObjects>[1]): Promise<void> {
+    const { client } = this.deps;
+    const desired = managedResourceObjects(namespace, filters);
+    const check = checkStoredManagedResource(await client.get(MR_REF(namespace)), desired.managedResource);
+    if (check.upToDate && !check.notApplied) return;
+    // Add before remove: the new Secret exists before the ManagedResource names it.
+    await client.createIfAbsent(desired.secret);
+    if (!check.upToDate) await client.apply(desired.managedResource);
+    for (const old of check.previousSecrets) {
+      await client.delete({ apiVersion: 'v1', kind: 'Secret', name: old, namespace });
+    }
+  }
+
+  /**
+   * Gardener's legacy apiserver-proxy EnvoyFilters (< 1.123) get the shoot's RBAC filter from
+   * the mutating webhook, which only runs when they are written: an empty merge patch makes
+   * the API server admit them again with the ACL the Extension now records (or without it, when
+   * the Extension is going away). Filters that do not exist (newer Gardener) are skipped
+   * without a write.
+   *
+   * The webhook runs in another process with its own cache, which may still hold the previous ACL
+   * (or none): the admitted object is read back and checked against `expected`. Returns the
+   * filters that do not carry exactly the RBAC filter `expected` calls for.
+   */
+  async triggerLegacyProxyFilters(technicalID: string, gatewayNamespaces: readonly string[], expected: LegacyProxyAcl | undefined): Promise<string[]> {
+    const unverified: string[] = [];
+    for (const namespace of gatewayNamespaces) {
+      for (const name of legacyProxyFilterNames(technicalID)) {
+        const ref: ObjectRef = { apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name, namespace };
+        if (!(await this.deps.client.get(ref))) continue;
+        try {
+          await this.deps.client.mergePatch(ref, {});
+        } catch (error) {
+          if (isNotFound(error)) continue;
+          throw error;
+        }
+        const admitted = await this.deps.client.get(ref);
+        if (!admitted) continue;
+        const stillToDo = legacyProxyPatch(admitted, (id) => (id === technicalID ? expected : undefined), this.deps.operator.legacyProxyPort);
+        if (stillToDo.length > 0) unverified.push(`${namespace}/${name}`);
+      }
+    }
+    return unverified;
+  }
+
+  /** Delete and migrate: the shoot's filters disappear from this seed. */
+  private async remove(ext: Extension, force: boolean): Promise<ActuatorResult> {
+    const { client } = this.deps;
+    const namespace = ext.metadata.namespace;
+    const current = await client.get(MR_REF(namespace));
+    if (current) {
+      if (!(current['metadata'] as { deletionTimestamp?: string }).deletionTimestamp) {
+        // Only now may the resource manager delete the filters with the ManagedResource.
+        if ((current['spec'] as { keepObjects?: boolean } | undefined)?.keepObjects !== false) {
+          await client.mergePatch(MR_REF(namespace), { spec: { keepObjects: false } });
+        }
+        await client.delete(MR_REF(namespace));
+        for (const ref of (current['spec'] as { secretRefs?: { name: string }[] } | undefined)?.secretRefs ?? []) {
+          await client.delete({ apiVersion: 'v1', kind: 'Secret', name: ref.name, namespace });
+        }
+      }
+      // The resource manager deletes the applied filters, then its finalizer: until the
+      // ManagedResource is gone the filters may still be stored (its informer brings the
+      // Extension back here when the ManagedResource goes).
+      if (!force) return { kind: 'pending', reason: `waiting for gardener-resource-manager to delete the filters of ManagedResource ${namespace}/${MANAGED_RESOURCE_NAME}` };
+    }
+    // The rebuild itself runs under the work queue's single combined key, never from here: two
+    // computations racing could otherwise store the older one last.
+    if (!force && this.deps.combinedHolds(namespace)) {
+      this.deps.awaitCombined(ext);
+      this.deps.combinedChanged();
+      return { kind: 'pending', reason: 'waiting for the combined CONNECT filters to drop this shoot' };
+    }
+    await retireReferenceManagedResource(client, namespace);
+    const recorded = stateSchema.safeParse(ext.status?.['state'] ?? {});
+    const gatewayNamespaces = recorded.success ? recorded.data.gatewayNamespaces : [];
+    // A ManagedResource someone else deleted kept its filters (keepObjects): they go now.
+    for (const gatewayNamespace of gatewayNamespaces) {
+      await client.delete({ apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name: shootFilterName(namespace), namespace: gatewayNamespace });
+    }
+    // Taking the RBAC filter out is not a protection: a lagging webhook that keeps it only delays that.
+    await this.triggerLegacyProxyFilters(namespace, gatewayNamespaces, undefined);
+    if (force) this.deps.combinedChanged();
+    this.log(ext).info({ force }, 'ACL filters removed from this seed');
+    return DONE;
+  }
+}
