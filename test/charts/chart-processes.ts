@@ -20,11 +20,11 @@ export interface RunningContainer {
   output(): string;
 }
 
-/** A kubeconfig holding a TokenRequest token of the chart's ServiceAccount `gardener-acl`. */
-export async function serviceAccountKubeconfig(cp: ControlPlane, namespace: string, dir: string): Promise<string> {
+/** A kubeconfig holding a TokenRequest token of one of the chart's ServiceAccounts. */
+export async function serviceAccountKubeconfig(cp: ControlPlane, namespace: string, dir: string, serviceAccount = 'gardener-acl'): Promise<string> {
   const review = (await restRequest(cp.kubeConfig, {
     method: 'POST',
-    path: `/api/v1/namespaces/${namespace}/serviceaccounts/gardener-acl/token`,
+    path: `/api/v1/namespaces/${namespace}/serviceaccounts/${serviceAccount}/token`,
     body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
   })) as { status: { token: string } };
   const cluster = cp.kubeConfig.getCurrentCluster();
@@ -36,9 +36,19 @@ export async function serviceAccountKubeconfig(cp: ControlPlane, namespace: stri
     contexts: [{ name: 'sa', cluster: cluster.name, user: 'gardener-acl' }],
     currentContext: 'sa',
   });
-  const file = path.join(dir, 'sa.kubeconfig');
+  const file = path.join(dir, `${serviceAccount}.kubeconfig`);
   await writeFile(file, kc.exportConfig());
   return file;
+}
+
+/** What the API server's authorizer says about `user` (a ServiceAccount of `namespace`) doing `attributes`. */
+export async function canI(cp: ControlPlane, user: string, namespace: string, attributes: Record<string, string>): Promise<boolean> {
+  const review = (await restRequest(cp.kubeConfig, {
+    method: 'POST',
+    path: '/apis/authorization.k8s.io/v1/subjectaccessreviews',
+    body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: { user, groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'], resourceAttributes: attributes } },
+  })) as { status: { allowed: boolean } };
+  return review.status.allowed;
 }
 
 /** The chart's OperatorConfiguration (its ConfigMap) as a local file. */
@@ -49,12 +59,12 @@ export async function writeChartConfig(objects: readonly KubeObject[], dir: stri
 }
 
 /**
- * The named container of the chart's Deployment as a process: its args (mount paths mapped by
+ * The named container of the chart's Deployments as a process: its args (mount paths mapped by
  * `mapArg`, probe ports to free ones) and env (the namespace from the downward API).
  */
 export async function startChartContainer(objects: readonly KubeObject[], name: string, kubeconfig: string, mapArg: (arg: string) => string, namespace = 'garden'): Promise<RunningContainer> {
-  const deployment = find(objects, 'Deployment') as unknown as { spec: { template: { spec: { containers: Container[] } } } };
-  const container = deployment.spec.template.spec.containers.find((c) => c.name === name);
+  const deployments = objects.filter((o) => o.kind === 'Deployment') as unknown as { spec: { template: { spec: { containers: Container[] } } } }[];
+  const container = deployments.flatMap((d) => d.spec.template.spec.containers).find((c) => c.name === name);
   if (!container) throw new Error(`no ${name} container`);
   const probePort = await getFreePort();
   const args = container.args.map(mapArg).map((arg) => arg.replace(/^--probe-port=\d+$/, `--probe-port=${probePort}`));

@@ -5,7 +5,7 @@ import { parse as parseYaml } from 'yaml';
 import { parseOperatorConfig } from '../../src/acl/operator-config.js';
 import { operatorExtension } from '../../src/registration/registration-objects.js';
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../../src/webhook/webhook-configuration.js';
-import { CLUSTER_RULES, KUBE_SYSTEM_RULES, leaderElectionRules } from './expected-rbac.js';
+import { CLUSTER_RULES, KUBE_SYSTEM_RULES, WEBHOOK_RULES, leaderElectionRules } from './expected-rbac.js';
 import { ADMISSION_CHART, SEED_CHART, find, helm, renderChart, type KubeObject } from './helm.js';
 
 const NON_DEFAULT_SEED = {
@@ -20,7 +20,7 @@ const NON_DEFAULT_SEED = {
 };
 
 type Container = { name: string; args: string[]; image: string; securityContext: Record<string, unknown>; livenessProbe: unknown; readinessProbe: unknown; resources: unknown };
-const podSpec = (objects: readonly KubeObject[]) => (find(objects, 'Deployment') as unknown as { spec: { replicas: number; template: { spec: { securityContext: Record<string, unknown>; containers: Container[] } } } }).spec;
+const podSpec = (objects: readonly KubeObject[], name?: string) => (find(objects, 'Deployment', name) as unknown as { spec: { replicas: number; template: { spec: { securityContext: Record<string, unknown>; containers: Container[] } } } }).spec;
 const sortRules = (rules: readonly object[]) => [...rules].map((r) => JSON.stringify(r)).sort();
 
 describe('helm lint', () => {
@@ -37,24 +37,34 @@ describe('helm lint', () => {
 });
 
 describe('seed chart rendering', () => {
-  it('defaults: two replicas, leader election, PDB, probes, non-root read-only containers', async () => {
+  it('defaults: controller and webhook as two Deployments with their own ServiceAccounts, PDBs, probes, non-root read-only containers', async () => {
     const objects = await renderChart(SEED_CHART);
     expect(objects.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual([
-      'ClusterRole/gardener-acl', 'ClusterRoleBinding/gardener-acl', 'ConfigMap/gardener-acl-config', 'Deployment/gardener-acl',
-      'MutatingWebhookConfiguration/gardener-acl', 'PodDisruptionBudget/gardener-acl', 'Role/gardener-acl', 'Role/gardener-acl-leader-election',
-      'RoleBinding/gardener-acl', 'RoleBinding/gardener-acl-leader-election', 'Secret/gardener-acl-webhook-tls', 'Service/gardener-acl', 'ServiceAccount/gardener-acl',
+      'ClusterRole/gardener-acl', 'ClusterRole/gardener-acl-webhook', 'ClusterRoleBinding/gardener-acl', 'ClusterRoleBinding/gardener-acl-webhook',
+      'ConfigMap/gardener-acl-config', 'Deployment/gardener-acl', 'Deployment/gardener-acl-webhook',
+      'MutatingWebhookConfiguration/gardener-acl', 'PodDisruptionBudget/gardener-acl', 'PodDisruptionBudget/gardener-acl-webhook', 'Role/gardener-acl', 'Role/gardener-acl-leader-election',
+      'RoleBinding/gardener-acl', 'RoleBinding/gardener-acl-leader-election', 'Secret/gardener-acl-webhook-tls', 'Service/gardener-acl', 'Service/gardener-acl-controller',
+      'ServiceAccount/gardener-acl', 'ServiceAccount/gardener-acl-webhook',
     ]);
-    const spec = podSpec(objects);
-    expect(spec.replicas).toBe(2);
-    expect(spec.template.spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532 });
-    for (const c of spec.template.spec.containers) {
-      expect(c.securityContext).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
-      expect(c.livenessProbe).toBeDefined();
-      expect(c.readinessProbe).toBeDefined();
-      expect(c.resources).toBeDefined();
+    for (const [name, command, serviceAccount] of [['gardener-acl', 'controller', 'gardener-acl'], ['gardener-acl-webhook', 'webhook', 'gardener-acl-webhook']] as const) {
+      const spec = podSpec(objects, name) as ReturnType<typeof podSpec> & { template: { spec: { serviceAccountName: string } } };
+      expect(spec.replicas).toBe(2);
+      expect(spec.template.spec.serviceAccountName).toBe(serviceAccount);
+      expect(spec.template.spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532 });
+      expect(spec.template.spec.containers.map((c) => c.args[0])).toEqual([command]);
+      for (const c of spec.template.spec.containers) {
+        expect(c.securityContext).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+        expect(c.livenessProbe).toBeDefined();
+        expect(c.readinessProbe).toBeDefined();
+        expect(c.resources).toBeDefined();
+      }
+      expect(find(objects, 'PodDisruptionBudget', name).spec).toMatchObject({ maxUnavailable: 1 });
     }
-    expect(spec.template.spec.containers.map((c) => c.args[0])).toEqual(['controller', 'webhook']);
-    expect(find(objects, 'PodDisruptionBudget').spec).toMatchObject({ maxUnavailable: 1 });
+    // The webhook's Service selects only webhook pods; the two Deployments' selectors do not overlap.
+    const selector = (kind: string, name: string) => (find(objects, kind, name) as unknown as { spec: { selector: unknown } }).spec.selector;
+    expect(selector('Service', 'gardener-acl')).toEqual({ 'app.kubernetes.io/instance': 'gardener-acl', 'app.kubernetes.io/name': 'gardener-acl-webhook' });
+    expect(selector('Deployment', 'gardener-acl')).toEqual({ matchLabels: { 'app.kubernetes.io/instance': 'gardener-acl', 'app.kubernetes.io/name': 'gardener-acl' } });
+    expect(selector('Deployment', 'gardener-acl-webhook')).toEqual({ matchLabels: selector('Service', 'gardener-acl') });
   });
 
   it('non-default values reach the args, the OperatorConfiguration and the RBAC; Gardener-injected values are accepted', async () => {
@@ -91,7 +101,7 @@ describe('seed chart rendering', () => {
       webhook: { enabled: false },
     };
     const objects = await renderChart(SEED_CHART, reference);
-    const deployment = find(objects, 'Deployment') as unknown as { metadata: { annotations?: Record<string, string> } };
+    const deployment = find(objects, 'Deployment', 'gardener-acl') as unknown as { metadata: { annotations?: Record<string, string> } };
     const spec = podSpec(objects);
     const controller = spec.template.spec.containers.find((c) => c.name === 'controller') as Container & { imagePullPolicy: string };
     expect(spec.replicas).toBe(3);
@@ -106,7 +116,7 @@ describe('seed chart rendering', () => {
     expect(deployment.metadata.annotations?.['acl.gardener.cloud/ignored-reference-values']).toBe('vpa, disableControllers, controllers.ignoreOperationAnnotation, controllers.healthcheck');
     expect(find(objects, 'PodDisruptionBudget').spec).toMatchObject({ maxUnavailable: 2 });
     // Our own values carry no such annotation.
-    expect((find(await renderChart(SEED_CHART), 'Deployment') as unknown as { metadata: { annotations?: unknown } }).metadata.annotations).toBeUndefined();
+    expect((find(await renderChart(SEED_CHART), 'Deployment', 'gardener-acl') as unknown as { metadata: { annotations?: unknown } }).metadata.annotations).toBeUndefined();
   });
 
   it('the default OperatorConfiguration is what the controller would use without --config', async () => {
@@ -116,7 +126,8 @@ describe('seed chart rendering', () => {
 
   it('grants exactly the rules in the table, nothing broader', async () => {
     const objects = await renderChart(SEED_CHART);
-    expect(sortRules(find(objects, 'ClusterRole').rules as object[])).toEqual(sortRules(CLUSTER_RULES));
+    expect(sortRules(find(objects, 'ClusterRole', 'gardener-acl').rules as object[])).toEqual(sortRules(CLUSTER_RULES));
+    expect(sortRules(find(objects, 'ClusterRole', 'gardener-acl-webhook').rules as object[])).toEqual(sortRules(WEBHOOK_RULES));
     expect(sortRules(find(objects, 'Role', 'gardener-acl', 'kube-system').rules as object[])).toEqual(sortRules(KUBE_SYSTEM_RULES));
     expect(find(objects, 'Role', 'gardener-acl-leader-election', 'garden').rules).toEqual(leaderElectionRules('gardener-acl-leader-election'));
     const all = objects.filter((o) => o.kind === 'ClusterRole' || o.kind === 'Role').flatMap((o) => o.rules as { verbs: string[]; resources: string[] }[]);

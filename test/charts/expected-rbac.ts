@@ -22,6 +22,12 @@ export const CLUSTER_RULES: readonly Rule[] = [
   { apiGroups: [''], resources: ['events'], verbs: ['create'] },
 ];
 
+/** The seed webhook's own ServiceAccount: what its two caches list and watch, nothing else. */
+export const WEBHOOK_RULES: readonly Rule[] = [
+  { apiGroups: ['extensions.gardener.cloud'], resources: ['extensions'], verbs: ['list', 'watch'] },
+  { apiGroups: ['apps'], resources: ['deployments'], verbs: ['list', 'watch'] },
+];
+
 export const KUBE_SYSTEM_RULES: readonly Rule[] = [{ apiGroups: [''], resources: ['configmaps'], verbs: ['list', 'watch'] }];
 
 export const leaderElectionRules = (leaseName: string): readonly Rule[] => [

@@ -10,12 +10,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MANAGED_RESOURCE_NAME } from '../../src/actuator/managed-resource.js';
 import { listAll } from '../../src/kube/list-watch.js';
 import { createObject, getObject, serverSideApply, type ObjectToWrite } from '../../src/kube/objects-client.js';
-import { restRequest } from '../../src/kube/rest.js';
 import { DEFAULT_GW, allowRule, createSeed, technicalID, type ShootFixture } from '../actuator/seed-fixture.js';
 import type { ControlPlane } from '../kube/control-plane.js';
 import { eventually, startWithCRDs } from '../kube/kube-test-helpers.js';
 import { CLUSTER_RULES } from './expected-rbac.js';
-import { CONFIG_MOUNT, serviceAccountKubeconfig, startChartContainer, writeChartConfig, type RunningContainer } from './chart-processes.js';
+import { CONFIG_MOUNT, canI, serviceAccountKubeconfig, startChartContainer, writeChartConfig, type RunningContainer } from './chart-processes.js';
 import { SEED_CHART, find, renderChart, type KubeObject } from './helm.js';
 
 const NAMESPACE = 'garden';
@@ -32,14 +31,7 @@ interface ExtensionView {
   status?: { lastOperation?: { state: string }; lastError?: { description: string } };
 }
 
-async function canI(cp: ControlPlane, attributes: Record<string, string>): Promise<boolean> {
-  const review = (await restRequest(cp.kubeConfig, {
-    method: 'POST',
-    path: '/apis/authorization.k8s.io/v1/subjectaccessreviews',
-    body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: { user: SA_USER, groups: ['system:serviceaccounts', `system:serviceaccounts:${NAMESPACE}`, 'system:authenticated'], resourceAttributes: attributes } },
-  })) as { status: { allowed: boolean } };
-  return review.status.allowed;
-}
+const canController = (cp: ControlPlane, attributes: Record<string, string>) => canI(cp, SA_USER, NAMESPACE, attributes);
 
 describe('seed chart RBAC on a real kube-apiserver', () => {
   let cp: ControlPlane;
@@ -103,9 +95,9 @@ describe('seed chart RBAC on a real kube-apiserver', () => {
       { verb: 'update', group: 'apps', resource: 'deployments', namespace: DEFAULT_GW.namespace },
       { verb: 'create', group: 'rbac.authorization.k8s.io', resource: 'clusterroles' },
     ];
-    for (const attributes of denied) expect(await canI(cp, attributes), JSON.stringify(attributes)).toBe(false);
-    expect(await canI(cp, { verb: 'patch', group: 'networking.istio.io', resource: 'envoyfilters', namespace: DEFAULT_GW.namespace })).toBe(true);
-    expect(await canI(cp, { verb: 'update', group: 'coordination.k8s.io', resource: 'leases', namespace: NAMESPACE, name: 'gardener-acl-leader-election' })).toBe(true);
+    for (const attributes of denied) expect(await canController(cp, attributes), JSON.stringify(attributes)).toBe(false);
+    expect(await canController(cp, { verb: 'patch', group: 'networking.istio.io', resource: 'envoyfilters', namespace: DEFAULT_GW.namespace })).toBe(true);
+    expect(await canController(cp, { verb: 'update', group: 'coordination.k8s.io', resource: 'leases', namespace: NAMESPACE, name: 'gardener-acl-leader-election' })).toBe(true);
   });
 
   it('without the ManagedResource rule the same scenario fails for shoot b (the rules are needed, not just sufficient)', async () => {

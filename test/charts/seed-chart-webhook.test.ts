@@ -1,6 +1,6 @@
-// The seed chart's webhook container, run like the controller with the chart's args, config and
-// a token of the chart's ServiceAccount (so the API server enforces the chart's RBAC on its
-// informers), registered through the chart's own MutatingWebhookConfiguration. The only change
+// The seed chart's webhook Deployment, run like the controller with the chart's args, config and
+// a token of its own ServiceAccount (so the API server enforces the webhook's read-only RBAC on
+// its informers), registered through the chart's own MutatingWebhookConfiguration. The only change
 // to that object: the API server here cannot reach a Service, so clientConfig points at the
 // process on 127.0.0.1 (the chart's inline TLS mode carries a certificate for that address).
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -12,7 +12,7 @@ import { DEFAULT_GW, allowRule, createSeed, technicalID, type ShootFixture } fro
 import { gardenerLegacyProxyEnvoyFilter } from '../envoy/gardener-shapes.js';
 import { createCertificateAuthority, getFreePort, issueServingCert, type ControlPlane } from '../kube/control-plane.js';
 import { eventually, startWithCRDs } from '../kube/kube-test-helpers.js';
-import { CONFIG_MOUNT, serviceAccountKubeconfig, startChartContainer, writeChartConfig, type RunningContainer } from './chart-processes.js';
+import { CONFIG_MOUNT, canI, serviceAccountKubeconfig, startChartContainer, writeChartConfig, type RunningContainer } from './chart-processes.js';
 import { SEED_CHART, find, renderChart, type KubeObject } from './helm.js';
 
 const NAMESPACE = 'garden';
@@ -41,14 +41,15 @@ describe('seed chart webhook under the chart’s RBAC (real kube-apiserver calli
     await mkdir(certDir);
     for (const file of ['tls.crt', 'tls.key']) await writeFile(path.join(certDir, file), Buffer.from(secret.data[file] ?? '', 'base64'));
     const configFile = await writeChartConfig(objects, dir);
-    const kubeconfig = await serviceAccountKubeconfig(cp, NAMESPACE, dir);
+    const controllerKubeconfig = await serviceAccountKubeconfig(cp, NAMESPACE, dir, 'gardener-acl');
+    const webhookKubeconfig = await serviceAccountKubeconfig(cp, NAMESPACE, dir, 'gardener-acl-webhook');
     const port = await getFreePort();
     const mapPaths = (arg: string): string =>
       arg
         .replace(`${CONFIG_MOUNT}/config.yaml`, configFile)
         .replace('/etc/gardener-acl/webhook-tls', certDir)
         .replace(/^--port=\d+$/, `--port=${port}`);
-    running.push(await startChartContainer(objects, 'webhook', kubeconfig, mapPaths), await startChartContainer(objects, 'controller', kubeconfig, mapPaths));
+    running.push(await startChartContainer(objects, 'webhook', webhookKubeconfig, mapPaths), await startChartContainer(objects, 'controller', controllerKubeconfig, mapPaths));
 
     const configuration = find(objects, 'MutatingWebhookConfiguration') as unknown as { webhooks: { clientConfig: { service: { path: string }; caBundle: string } }[] };
     const webhooks = configuration.webhooks.map((w) => ({ ...w, clientConfig: { url: `https://127.0.0.1:${port}${w.clientConfig.service.path}`, caBundle: w.clientConfig.caBundle } }));
@@ -91,4 +92,28 @@ describe('seed chart webhook under the chart’s RBAC (real kube-apiserver calli
     expect(JSON.stringify(stored)).toContain('203.0.113.0');
     expect(output()).not.toMatch(/forbidden/i);
   }, 150_000);
+
+  it('the webhook’s ServiceAccount can read its caches and nothing more: no Secret, ManagedResource or EnvoyFilter write, no Secret read', async () => {
+    const canWebhook = (attributes: Record<string, string>) => canI(cp, 'system:serviceaccount:garden:gardener-acl-webhook', NAMESPACE, attributes);
+    expect(await canWebhook({ verb: 'watch', group: 'extensions.gardener.cloud', resource: 'extensions' })).toBe(true);
+    expect(await canWebhook({ verb: 'list', group: 'apps', resource: 'deployments' })).toBe(true);
+    const denied: Record<string, string>[] = [];
+    for (const verb of ['create', 'patch', 'update', 'delete']) {
+      denied.push(
+        { verb, group: '', resource: 'secrets', namespace: technicalID(A) },
+        { verb, group: 'resources.gardener.cloud', resource: 'managedresources', namespace: technicalID(A) },
+        { verb, group: 'networking.istio.io', resource: 'envoyfilters', namespace: DEFAULT_GW.namespace },
+        { verb, group: 'extensions.gardener.cloud', resource: 'extensions', namespace: technicalID(A) },
+      );
+    }
+    denied.push(
+      { verb: 'get', group: '', resource: 'secrets', namespace: NAMESPACE, name: 'gardener-acl-webhook-tls' },
+      { verb: 'list', group: '', resource: 'secrets' },
+      { verb: 'patch', group: 'extensions.gardener.cloud', resource: 'extensions', subresource: 'status', namespace: technicalID(A) },
+      { verb: 'update', group: 'coordination.k8s.io', resource: 'leases', namespace: NAMESPACE, name: 'gardener-acl-leader-election' },
+      { verb: 'create', group: 'coordination.k8s.io', resource: 'leases', namespace: NAMESPACE },
+      { verb: 'create', group: '', resource: 'events', namespace: technicalID(A) },
+    );
+    for (const attributes of denied) expect(await canWebhook(attributes), JSON.stringify(attributes)).toBe(false);
+  });
 });

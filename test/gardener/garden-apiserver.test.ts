@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createObject } from '../../src/kube/objects-client.js';
+import { Registry } from 'prom-client';
+import { createObject, getObject, mergePatch, type ObjectRef } from '../../src/kube/objects-client.js';
 import { webhookConfigCommand } from '../../src/cli/webhook-command.js';
 import { eventually } from '../kube/kube-test-helpers.js';
 import { gardenerBin } from '../support/gardener-resource-manager.js';
@@ -18,7 +19,10 @@ import { startTestWebhook, type TestWebhook } from '../webhook/webhook-fixtures.
 
 const NAMESPACE = 'garden-p';
 
-function shoot(name: string, providerConfig: unknown): Record<string, unknown> {
+const shootRef = (name: string): ObjectRef => ({ apiVersion: 'core.gardener.cloud/v1beta1', kind: 'Shoot', name, namespace: NAMESPACE });
+const allowRule = (...cidrs: string[]) => ({ rule: { action: 'ALLOW', type: 'remote_ip', cidrs } });
+
+function shoot(name: string, providerConfig: unknown, entry: Record<string, unknown> = {}): Record<string, unknown> {
   return {
     apiVersion: 'core.gardener.cloud/v1beta1',
     kind: 'Shoot',
@@ -30,7 +34,7 @@ function shoot(name: string, providerConfig: unknown): Record<string, unknown> {
       provider: { type: 'local', workers: [{ name: 'pool', minimum: 1, maximum: 1, machine: { type: 'large', image: { name: 'image', version: '1.0.0' } } }] },
       kubernetes: { version: '1.33.0' },
       networking: { type: 'calico', nodes: '10.180.0.0/16' },
-      extensions: [{ type: 'acl', providerConfig }],
+      extensions: [{ type: 'acl', providerConfig, ...entry }],
     },
   };
 }
@@ -69,6 +73,11 @@ describe('the Shoot webhook behind the real gardener-apiserver', () => {
   let kc: KubeConfig;
   let hook: TestWebhook;
   const output: string[] = [];
+  const registry = new Registry();
+  const shootCalls = async () =>
+    ((await registry.getSingleMetric('controller_runtime_webhook_requests_total')?.get())?.values ?? [])
+      .filter((v) => v.labels['webhook'] === 'shoot')
+      .reduce((sum, v) => sum + v.value, 0);
 
   beforeAll(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'gardener-acl-garden-'));
@@ -82,7 +91,7 @@ describe('the Shoot webhook behind the real gardener-apiserver', () => {
     kc = new KubeConfig();
     kc.loadFromFile(kubeconfig);
     await createObject(kc, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NAMESPACE } });
-    hook = await startTestWebhook(undefined);
+    hook = await startTestWebhook(undefined, { registry });
     const caFile = path.join(hook.certDir, 'ca.crt');
     await writeFile(caFile, hook.ca.cert);
     let yaml = '';
@@ -101,11 +110,37 @@ describe('the Shoot webhook behind the real gardener-apiserver', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it('an invalid rule: gardener-apiserver refuses the Shoot with our message, naming the field and the fix', async () => {
-    const answer = await createShoot(kc, shoot('bad', { rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['203.0.113.0/24', '10.0.0.300/8'] } }));
-    expect(answer.status).toBe(422);
-    expect(answer.message).toContain('admission webhook "shoots.acl.gardener.cloud" denied the request');
-    expect(answer.message).toContain('spec.extensions[0].providerConfig.rule.cidrs[1]: "10.0.0.300/8" is not a valid CIDR');
+  it('an invalid rule: gardener-apiserver refuses the Shoot with our message, naming the field and the fix; valid and disabled ones are stored', async () => {
+    const refused = async (providerConfig: unknown) => {
+      const answer = await createShoot(kc, shoot('refused', providerConfig));
+      expect(answer.status).toBe(422);
+      return answer.message;
+    };
+    expect(await refused(allowRule('203.0.113.0/24', '2001:db8::/48', '10.0.0.300/8'))).toBe(
+      'admission webhook "shoots.acl.gardener.cloud" denied the request: spec.extensions[0].providerConfig.rule.cidrs[2]: "10.0.0.300/8" is not a valid CIDR ("10.0.0.300" is not an IPv4 address); write a range like 203.0.113.0/24 or 2001:db8::/48',
+    );
+    expect(await refused({ apiVersion: 'acl.gardener.cloud/v1alpha1' })).toBe(
+      'admission webhook "shoots.acl.gardener.cloud" denied the request: spec.extensions[0].providerConfig.rule: is required: add rule with action, type and cidrs',
+    );
+    expect(await refused(allowRule(...Array.from({ length: 51 }, (_, i) => `10.0.${i}.0/24`)))).toContain(
+      'spec.extensions[0].providerConfig.rule.cidrs: has 51 entries, more than the maximum of 50 set by the operator',
+    );
+    expect((await createShoot(kc, shoot('valid', allowRule('203.0.113.0/24')))).status).toBe(201);
+    expect((await createShoot(kc, shoot('disabled', allowRule('nonsense'), { disabled: true }))).status).toBe(201);
+    for (const name of ['valid', 'disabled']) expect(await getObject(kc, shootRef(name))).toBeDefined();
+  });
+
+  it('gardener-apiserver calls the webhook only when the acl extension is created or changed (not on Gardener’s metadata writes)', async () => {
+    const before = await shootCalls();
+    expect((await createShoot(kc, shoot('calls', allowRule('203.0.113.0/24')))).status).toBe(201);
+    expect(await shootCalls()).toBe(before + 1);
+    await mergePatch(kc, shootRef('calls'), { metadata: { labels: { 'example.com/touched': 'yes' }, annotations: { 'gardener.cloud/timestamp': new Date().toISOString() } } });
+    expect(await shootCalls()).toBe(before + 1);
+    const withRule = (cidr: string) => ({ spec: { extensions: [{ type: 'acl', providerConfig: allowRule(cidr) }] } });
+    await mergePatch(kc, shootRef('calls'), withRule('203.0.113.0/25'));
+    expect(await shootCalls()).toBe(before + 2);
+    await expect(mergePatch(kc, shootRef('calls'), withRule('203.0.113.0/33'))).rejects.toThrow('is not a valid CIDR');
+    expect(await shootCalls()).toBe(before + 3);
   });
 
   it('a valid rule is stored; a field the reference extension ignored is stored with a warning the client sees', async () => {

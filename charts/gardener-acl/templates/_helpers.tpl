@@ -87,3 +87,21 @@ system:serviceaccount:{{ .Release.Namespace }}:{{ include "gardener-acl.name" . 
 {{- end -}}
 {{- join ", " $ignored -}}
 {{- end -}}
+
+{{/* The seed webhook runs apart from the controller: own name, labels, ServiceAccount. Its pods
+     carry another app.kubernetes.io/name so that the two Deployments' selectors never overlap
+     (and the controller Deployment keeps the selector it always had). */}}
+{{- define "gardener-acl.webhookName" -}}gardener-acl-webhook{{- end -}}
+
+{{- define "gardener-acl.webhookSelectorLabels" -}}
+app.kubernetes.io/name: gardener-acl-webhook
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "gardener-acl.webhookLabels" -}}
+{{ include "gardener-acl.webhookSelectorLabels" . }}
+app.kubernetes.io/part-of: gardener-acl
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
