@@ -131,11 +131,18 @@ describe("gardenlet's Extension deployer drives the controller", () => {
     expect(woken.ok).toBe(true);
   }, 300_000);
 
-  it('migrate: Migrate and WaitMigrate succeed, the filters leave this seed; Restore brings them back', async () => {
+  it('migrate: Migrate and WaitMigrate succeed, the filters leave this seed and every finalizer goes; Restore brings them back', async () => {
+    // Another controller's finalizer: Gardener's migrate removes all of them (RemoveAllFinalizers),
+    // so that the Extension can be deleted on this seed.
+    await mergePatch(cp.kubeConfig, extRef(S), { metadata: { finalizers: ['extensions.gardener.cloud/acl', 'example.com/other'] } });
     const run = await deployer(S, ['migrate', 'wait-migrate']);
     expect(run.ok).toBe(true);
     expect(await getObject(cp.kubeConfig, mrRef(S))).toBeUndefined();
     expect(await getObject(cp.kubeConfig, filterRef(S))).toBeUndefined();
+    await eventually('every finalizer gone, the migrate annotation too', async () => {
+      const metadata = (await getObject(cp.kubeConfig, extRef(S)))?.['metadata'] as { finalizers?: string[]; annotations?: Record<string, string> };
+      return (metadata.finalizers ?? []).length === 0 && metadata.annotations?.['gardener.cloud/operation'] === undefined;
+    }, 30_000);
     const restored = await deployer(S, ['restore', 'wait'], allowRule('192.0.2.0/25'));
     expect(restored.ok).toBe(true);
     await eventually('filter applied again', () => getObject(cp.kubeConfig, filterRef(S)), 60_000);

@@ -105,3 +105,13 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
+
+{{/* The seed Prometheus (namespace garden) may scrape /metrics on `port`: Gardener's
+     docs/operations/network_policies.md, "Seed System Namespaces", for a pod outside `garden`
+     (an extension-* namespace). The pods carry prometheus.io/scrape and prometheus.io/port
+     (docs/extensions/logging-and-monitoring.md). */}}
+{{- define "gardener-acl.seedScrapeAnnotations" -}}
+networking.resources.gardener.cloud/from-all-seed-scrape-targets-allowed-ports: '[{"protocol":"TCP","port":{{ .port }}}]'
+networking.resources.gardener.cloud/namespace-selectors: '[{"matchLabels":{"kubernetes.io/metadata.name":"garden"}}]'
+networking.resources.gardener.cloud/pod-label-selector-namespace-alias: extensions
+{{- end -}}
