@@ -66,4 +66,15 @@ for name in "${!packages[@]}"; do
   mv -f "$tmp" "$bin/$name"
   log "built $bin/$name in $((SECONDS - start))s"
 done
+# Gardener's own CRD for the seed's VerticalPodAutoscalers (the chart renders one per
+# Deployment): the chart tests install it into the test kube-apiserver, so the API server checks
+# our objects against Gardener's schema. Taken from the pinned module, never committed.
+crd="$bin/crds/autoscaling.k8s.io_verticalpodautoscalers.yaml"
+if [[ ! -s "$crd" ]]; then
+  moddir="$(cd "$mod" && go list -m -f '{{.Dir}}' github.com/gardener/gardener)"
+  mkdir -p "$bin/crds"
+  cp "$moddir/example/seed-crds/10-crd-autoscaling.k8s.io_verticalpodautoscalers.yaml" "$crd.tmp.$$" && mv -f "$crd.tmp.$$" "$crd" \
+    || die "cannot copy the VerticalPodAutoscaler CRD from gardener $GARDENER_VERSION"
+  chmod u+w "$crd"
+fi
 echo "$bin"

@@ -34,6 +34,9 @@ Serves the admission webhooks over HTTPS: /mutate-envoyfilter (seed) and /valida
   --service NAME.NAMESPACE     Service the API server calls (SANs of the self-signed certificate)
   --ca-out PATH                write the self-signed CA (the caBundle) to PATH
   --probe-port PORT            plain HTTP /healthz, /readyz, /metrics (default 8081)
+  --shutdown-delay DURATION    on SIGTERM, answer /readyz 503 and keep serving this long before the
+                               listener closes, so the endpoint is unpublished while requests still
+                               succeed (default 10s; keep it below terminationGracePeriodSeconds)
   --controller-username USER   the controller's authenticated user (e.g. system:serviceaccount:garden:gardener-acl);
                                its writes of combined filters pass unchanged, everyone else's are rewritten
   --log-level LEVEL            trace|debug|info|warn|error (default info)`;
@@ -78,6 +81,7 @@ const serveArgs = z
     service: serviceRef.optional(),
     'ca-out': z.string().optional(),
     'probe-port': port('--probe-port'),
+    'shutdown-delay': durationMs,
     'controller-username': z.string().min(1, { error: '--controller-username must not be empty' }).optional(),
     'log-level': z.enum(['trace', 'debug', 'info', 'warn', 'error']),
   })
@@ -137,6 +141,7 @@ export async function webhookCommand(argv: readonly string[], io: CommandIO): Pr
     service: { type: 'string' },
     'ca-out': { type: 'string' },
     'probe-port': { type: 'string', default: '8081' },
+    'shutdown-delay': { type: 'string', default: '10s' },
     'controller-username': { type: 'string' },
     'log-level': { type: 'string', default: 'info' },
   });
@@ -169,19 +174,26 @@ export async function webhookCommand(argv: readonly string[], io: CommandIO): Pr
     logger,
     registry,
   });
+  // A rollout must reject no admission call (failurePolicy Fail): on SIGTERM readiness goes first
+  // and the server keeps answering while the endpoint is taken out of the Service; then the
+  // listener closes, letting requests in flight finish.
+  let draining = false;
   const probes = await startProbeServer({
     port: a['probe-port'],
     registry,
-    readyz: () => (app.ready() ? [] : ['not listening or caches not synced']),
+    readyz: () => (draining ? ['shutting down'] : app.ready() ? [] : ['not listening or caches not synced']),
     // Readiness stays with a cache that only lags (the webhook keeps admitting from it); a cache
     // that has followed no watch for minutes is stuck, and a restart lists afresh.
     healthz: () => (cache?.stuck(STUCK_CACHE_MS) ?? []).map((name) => `cache ${name}: no open watch for over ${STUCK_CACHE_MS / 1000} s`),
   });
   logger.info({ port: app.port, webhooks: a.webhooks }, 'webhook server listening');
   async function shutdown(): Promise<void> {
-    logger.info('shutting down');
-    probes.close();
+    if (draining) return;
+    draining = true;
+    logger.info({ delayMs: a['shutdown-delay'] }, 'shutting down: unready, still serving until the delay is over');
+    await new Promise((resolve) => setTimeout(resolve, a['shutdown-delay']));
     await app.stop();
+    probes.close();
     await cache?.stop();
     process.exit(0);
   }

@@ -44,7 +44,9 @@ export function createWebhookServer(options: WebhookServerOptions): WebhookServe
     bodyLimit: BODY_LIMIT_BYTES,
     requestTimeout: options.requestTimeoutMs ?? 30_000,
     keepAliveTimeout: 90_000,
-    return503OnClosing: true,
+    // A request that reaches a kept-alive connection while the server closes is still answered:
+    // a 503 would be a failed webhook call, and with failurePolicy Fail a rejected write.
+    return503OnClosing: false,
     // Another extension's providerConfig may legitimately carry `__proto__` or
     // `constructor.prototype` keys; refusing such a review (Fastify's default, 400) would block
     // every update of that Shoot. The keys are dropped from our parsed copy instead: we never

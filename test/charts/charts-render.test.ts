@@ -44,7 +44,7 @@ describe('seed chart rendering', () => {
       'ConfigMap/gardener-acl-config', 'Deployment/gardener-acl', 'Deployment/gardener-acl-webhook',
       'MutatingWebhookConfiguration/gardener-acl', 'PodDisruptionBudget/gardener-acl', 'PodDisruptionBudget/gardener-acl-webhook', 'Role/gardener-acl', 'Role/gardener-acl-leader-election',
       'RoleBinding/gardener-acl', 'RoleBinding/gardener-acl-leader-election', 'Secret/gardener-acl-webhook-tls', 'Service/gardener-acl', 'Service/gardener-acl-controller',
-      'ServiceAccount/gardener-acl', 'ServiceAccount/gardener-acl-webhook',
+      'ServiceAccount/gardener-acl', 'ServiceAccount/gardener-acl-webhook', 'VerticalPodAutoscaler/gardener-acl', 'VerticalPodAutoscaler/gardener-acl-webhook',
     ]);
     for (const [name, command, serviceAccount] of [['gardener-acl', 'controller', 'gardener-acl'], ['gardener-acl-webhook', 'webhook', 'gardener-acl-webhook']] as const) {
       const spec = podSpec(objects, name) as ReturnType<typeof podSpec> & { template: { spec: { serviceAccountName: string } } };
@@ -59,7 +59,17 @@ describe('seed chart rendering', () => {
         expect(c.resources).toBeDefined();
       }
       expect(find(objects, 'PodDisruptionBudget', name).spec).toMatchObject({ maxUnavailable: 1 });
+      // Requests only, adjusted by the VPA; no memory limit measured on a small seed.
+      expect(spec.template.spec.containers[0]?.resources).not.toHaveProperty('limits');
+      expect(find(objects, 'VerticalPodAutoscaler', name).spec).toMatchObject({
+        targetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name },
+        resourcePolicy: { containerPolicies: [{ containerName: command, controlledValues: 'RequestsOnly' }] },
+      });
     }
+    // Gardener's high-availability-config webhook spreads the fail-closed webhook server.
+    expect((find(objects, 'Deployment', 'gardener-acl-webhook').metadata['labels'] as Record<string, string>)['high-availability-config.resources.gardener.cloud/type']).toBe('server');
+    expect((find(objects, 'Deployment', 'gardener-acl').metadata['labels'] as Record<string, string>)['high-availability-config.resources.gardener.cloud/type']).toBe('controller');
+    expect((await renderChart(SEED_CHART, { vpa: { enabled: false } })).filter((o) => o.kind === 'VerticalPodAutoscaler')).toEqual([]);
     // The webhook's Service selects only webhook pods; the two Deployments' selectors do not overlap.
     const selector = (kind: string, name: string) => (find(objects, kind, name) as unknown as { spec: { selector: unknown } }).spec.selector;
     expect(selector('Service', 'gardener-acl')).toEqual({ 'app.kubernetes.io/instance': 'gardener-acl', 'app.kubernetes.io/name': 'gardener-acl-webhook' });
@@ -113,7 +123,9 @@ describe('seed chart rendering', () => {
     const parsed = parseOperatorConfig(parseYaml(configYaml));
     expect(parsed.ok && parsed.config.additionalAllowedCIDRs).toHaveLength(1);
     expect(configYaml).toContain('- 192.0.2.0/24');
-    expect(deployment.metadata.annotations?.['acl.gardener.cloud/ignored-reference-values']).toBe('vpa, disableControllers, controllers.ignoreOperationAnnotation, controllers.healthcheck');
+    expect(deployment.metadata.annotations?.['acl.gardener.cloud/ignored-reference-values']).toBe('disableControllers, controllers.ignoreOperationAnnotation, controllers.healthcheck');
+    // Its vpa value has the shape of ours and means the same.
+    expect(find(objects, 'VerticalPodAutoscaler', 'gardener-acl').spec).toMatchObject({ updatePolicy: { updateMode: 'Recreate' }, resourcePolicy: { containerPolicies: [{ minAllowed: { cpu: '50m', memory: '64Mi' } }] } });
     expect(find(objects, 'PodDisruptionBudget').spec).toMatchObject({ maxUnavailable: 2 });
     // Our own values carry no such annotation.
     expect((find(await renderChart(SEED_CHART), 'Deployment', 'gardener-acl') as unknown as { metadata: { annotations?: unknown } }).metadata.annotations).toBeUndefined();

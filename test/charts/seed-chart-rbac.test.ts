@@ -11,10 +11,11 @@ import { MANAGED_RESOURCE_NAME } from '../../src/actuator/managed-resource.js';
 import { listAll } from '../../src/kube/list-watch.js';
 import { createObject, getObject, serverSideApply, type ObjectToWrite } from '../../src/kube/objects-client.js';
 import { DEFAULT_GW, allowRule, createSeed, technicalID, type ShootFixture } from '../actuator/seed-fixture.js';
-import type { ControlPlane } from '../kube/control-plane.js';
+import { installCRDs, type ControlPlane } from '../kube/control-plane.js';
 import { eventually, startWithCRDs } from '../kube/kube-test-helpers.js';
 import { CLUSTER_RULES } from './expected-rbac.js';
 import { CONFIG_MOUNT, canI, serviceAccountKubeconfig, startChartContainer, writeChartConfig, type RunningContainer } from './chart-processes.js';
+import { gardenerVpaCrdFile } from '../support/gardener-resource-manager.js';
 import { SEED_CHART, find, renderChart, type KubeObject } from './helm.js';
 
 const NAMESPACE = 'garden';
@@ -44,6 +45,8 @@ describe('seed chart RBAC on a real kube-apiserver', () => {
   beforeAll(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'acl-chart-rbac-'));
     cp = await startWithCRDs([NAMESPACE]);
+    // Gardener's own VerticalPodAutoscaler CRD: the chart's VPAs are checked against its schema.
+    await installCRDs(cp.kubeConfig, [gardenerVpaCrdFile()]);
     objects = await renderChart(SEED_CHART, VALUES, NAMESPACE);
     for (const obj of objects) await createObject(cp.kubeConfig, obj as unknown as ObjectToWrite);
     const configFile = await writeChartConfig(objects, dir);

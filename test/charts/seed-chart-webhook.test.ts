@@ -10,9 +10,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createObject, getObject, type ObjectToWrite } from '../../src/kube/objects-client.js';
 import { DEFAULT_GW, allowRule, createSeed, technicalID, type ShootFixture } from '../actuator/seed-fixture.js';
 import { gardenerLegacyProxyEnvoyFilter } from '../envoy/gardener-shapes.js';
-import { createCertificateAuthority, getFreePort, issueServingCert, type ControlPlane } from '../kube/control-plane.js';
+import { createCertificateAuthority, getFreePort, installCRDs, issueServingCert, type ControlPlane } from '../kube/control-plane.js';
 import { eventually, startWithCRDs } from '../kube/kube-test-helpers.js';
 import { CONFIG_MOUNT, canI, serviceAccountKubeconfig, startChartContainer, writeChartConfig, type RunningContainer } from './chart-processes.js';
+import { gardenerVpaCrdFile } from '../support/gardener-resource-manager.js';
 import { SEED_CHART, find, renderChart, type KubeObject } from './helm.js';
 
 const NAMESPACE = 'garden';
@@ -27,6 +28,8 @@ describe('seed chart webhook under the chart’s RBAC (real kube-apiserver calli
   beforeAll(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'acl-chart-webhook-'));
     cp = await startWithCRDs([NAMESPACE]);
+    // Gardener's own VerticalPodAutoscaler CRD: the chart's VPAs are checked against its schema.
+    await installCRDs(cp.kubeConfig, [gardenerVpaCrdFile()]);
     const ca = await createCertificateAuthority('gardener-acl-webhook-test-ca');
     const serving = await issueServingCert(ca, { commonName: 'gardener-acl.garden.svc', dnsNames: ['gardener-acl.garden.svc'], ips: ['127.0.0.1'] });
     objects = await renderChart(

@@ -33,6 +33,11 @@ export function gardenerBin(name: 'gardener-resource-manager' | 'gardener-contra
   return file;
 }
 
+/** Gardener's CRD for VerticalPodAutoscalers, copied from the pinned module by scripts/setup-gardener.sh. */
+export function gardenerVpaCrdFile(): string {
+  return path.join(path.dirname(gardenerBin('gardener-resource-manager')), 'crds', 'autoscaling.k8s.io_verticalpodautoscalers.yaml');
+}
+
 export interface ResourceManagerOptions {
   /** How often each ManagedResource is applied again and its health checked (GRM's minimum is 15 s). */
   syncPeriod?: string;

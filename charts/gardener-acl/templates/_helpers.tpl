@@ -79,7 +79,7 @@ system:serviceaccount:{{ .Release.Namespace }}:{{ include "gardener-acl.name" . 
      shows what the switch-over left without effect. */}}
 {{- define "gardener-acl.ignoredReferenceValues" -}}
 {{- $ignored := list -}}
-{{- range $key := list "vpa" "disableControllers" "imageVectorOverwrite" -}}
+{{- range $key := list "disableControllers" "imageVectorOverwrite" -}}
 {{- if hasKey $.Values $key -}}{{- $ignored = append $ignored $key -}}{{- end -}}
 {{- end -}}
 {{- range $key := list "ignoreOperationAnnotation" "healthcheck" -}}
