@@ -24,7 +24,10 @@ export type FaultMode =
   | { kind: 'slow-error'; status: number; delayMs: number }
   // Watches go half-open: open ones stop delivering (the connection stays up), new ones are
   // accepted and never deliver; other requests pass. Stalled watches stay stalled for good.
-  | { kind: 'stall-watches' };
+  | { kind: 'stall-watches' }
+  // Requests reach the API server at once (writes take effect), their responses come back
+  // `delayMs` later (watches are not delayed): a client that believes its writes still in flight.
+  | { kind: 'delay-responses'; delayMs: number };
 
 export interface ApiFaultProxy {
   readonly url: string;
@@ -87,6 +90,17 @@ export async function startApiFaultProxy(cp: ControlPlane): Promise<ApiFaultProx
     const upstream = https.request(
       { protocol: 'https:', hostname: target.hostname, port: target.port, path, method: req.method, headers, cert: admin.cert, key: admin.key, ca: admin.ca, agent },
       (up) => {
+        const delay = !isWatch && current.kind === 'delay-responses' ? current.delayMs : 0;
+        if (delay > 0) {
+          up.pause();
+          setTimeout(() => {
+            if (res.destroyed) return;
+            res.writeHead(up.statusCode ?? 502, up.headers);
+            up.pipe(res);
+          }, delay);
+          up.on('error', () => res.destroy());
+          return;
+        }
         res.writeHead(up.statusCode ?? 502, up.headers);
         // The API server sends a watch's headers at once, events maybe minutes later: without
         // this, Node holds the headers back until the first event and the client sees nothing.
