@@ -192,6 +192,17 @@ describe('admission chart rendering', () => {
   });
 });
 
+describe('admission chart with the reference extension’s admission values', () => {
+  it('maxAllowedCIDRs and replicaCount mean the same as config.maxCIDRs and replicas', async () => {
+    const objects = await renderChart(ADMISSION_CHART, { maxAllowedCIDRs: 20, replicaCount: 3 });
+    const configYaml = (find(objects, 'ConfigMap').data as Record<string, string>)['config.yaml'] ?? '';
+    const parsed = parseOperatorConfig(parseYaml(configYaml));
+    expect(parsed.ok && parsed.config.maxCIDRs).toBe(20);
+    expect(podSpec(objects).replicas).toBe(3);
+    expect(find(objects, 'PodDisruptionBudget').spec).toMatchObject({ maxUnavailable: 2 });
+  });
+});
+
 describe('admission chart as gardener-operator renders it (values of `registration --operator` plus what the operator injects)', () => {
   const ca = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
   const extension = operatorExtension({

@@ -61,3 +61,8 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $runtime := $g.runtimeCluster | default dict -}}
 {{- $runtime.priorityClassName | default .Values.priorityClassName -}}
 {{- end -}}
+
+{{/* replicas, or the reference extension's replicaCount when given. */}}
+{{- define "gardener-acl-admission.replicas" -}}
+{{- if hasKey .Values "replicaCount" -}}{{ .Values.replicaCount }}{{- else -}}{{ .Values.replicas }}{{- end -}}
+{{- end -}}
