@@ -13,13 +13,16 @@ export class InformerCacheSource implements AdmissionCacheSource {
   private readonly extensionInformer: ResilientInformer<Extension>;
   private readonly deploymentInformer: ResilientInformer<Deployment>;
 
-  constructor(kubeConfig: KubeConfig, logger: Logger) {
+  /** `watchIdleTimeoutMs`: a watch silent this long is re-opened (informer default 90 s; tests shorten it). */
+  constructor(kubeConfig: KubeConfig, logger: Logger, options: { readonly watchIdleTimeoutMs?: number } = {}) {
+    const idle = options.watchIdleTimeoutMs !== undefined ? { watchIdleTimeoutMs: options.watchIdleTimeoutMs } : {};
     const onChange = () => {
       this.changes++;
     };
     this.extensionInformer = new ResilientInformer<Extension>({
       kubeConfig,
       logger,
+      ...idle,
       path: WATCHED.extensions.path,
       // Other extension types are dropped at the door: they never matter here.
       parse: (raw) => {
@@ -31,6 +34,7 @@ export class InformerCacheSource implements AdmissionCacheSource {
     this.deploymentInformer = new ResilientInformer<Deployment>({
       kubeConfig,
       logger,
+      ...idle,
       ...WATCHED.gatewayDeployments,
       parse: (raw) => deploymentSchema.safeParse(raw).data,
       onChange,
