@@ -39,7 +39,7 @@ export interface AclActuatorDeps {
 }
 
 /** Names Gardener gave its per-shoot EnvoyFilter for the legacy apiserver-proxy port over the releases. */
-export function legacyProxyFilterNames(technicalID: string): string[] {
+function legacyProxyFilterNames(technicalID: string): string[] {
   return [technicalID, `${technicalID}-apiserver-proxy`];
 }
 

@@ -13,6 +13,7 @@ import type { ControlPlane } from '../kube/control-plane.js';
 import { eventually, sleep, startWithCRDs } from '../kube/kube-test-helpers.js';
 import { startResourceManager, type ResourceManager } from '../support/gardener-resource-manager.js';
 import { DEFAULT_GW, ZONAL_GW, aclExtension, allowRule, createSeed, denyRule, shootObjects, startTestController, technicalID, type ShootFixture } from './seed-fixture.js';
+import { refuseWrites } from '../support/refusing-policy.js';
 
 function shootGateway(s: ShootFixture): { apiVersion: string; kind: string; metadata: { name: string; namespace: string }; spec: Record<string, unknown> } {
   const gateway = shootObjects(s).find((o) => o.kind === 'Gateway');
@@ -367,24 +368,13 @@ describe('extension controller on a real kube-apiserver', () => {
   it('Succeeded only once the stored combined filters hold the new ACL; a refused combined write reaches the status', async () => {
     await settled('before refusal');
     // The API server itself refuses every write of a combined filter (a ValidatingAdmissionPolicy).
-    const policy = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', metadata: { name: 'refuse-combined' }, spec: {
-      failurePolicy: 'Fail',
-      matchConstraints: { resourceRules: [{ apiGroups: ['networking.istio.io'], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: ['envoyfilters'] }] },
-      validations: [{ expression: "!object.metadata.name.startsWith('acl-connect')", message: 'combined filters are frozen by the test' }],
-    } };
-    const binding = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name: 'refuse-combined' }, spec: { policyName: 'refuse-combined', validationActions: ['Deny'] } };
-    await createObject(cp.kubeConfig, policy);
-    await createObject(cp.kubeConfig, binding);
-    const policyRef = (kind: string): ObjectRef => ({ apiVersion: 'admissionregistration.k8s.io/v1', kind, name: 'refuse-combined' });
+    const removePolicy = await refuseWrites(
+      cp.kubeConfig,
+      'refuse-combined',
+      { apiGroup: 'networking.istio.io', resource: 'envoyfilters', expression: "!object.metadata.name.startsWith('acl-connect')", message: 'combined filters are frozen by the test' },
+      async () => mergePatch(cp.kubeConfig, { apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name: (await combined())[0]?.metadata.name ?? '', namespace: DEFAULT_GW.namespace }, { metadata: { labels: { probe: 'x' } } }),
+    );
     try {
-      await eventually('policy in force', async () => {
-        try {
-          await mergePatch(cp.kubeConfig, { apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name: (await combined())[0]?.metadata.name ?? '', namespace: DEFAULT_GW.namespace }, { metadata: { labels: { probe: 'x' } } });
-          return false;
-        } catch {
-          return true;
-        }
-      });
       await mergePatch(cp.kubeConfig, extRef(technicalID(A)), {
         metadata: { annotations: { 'gardener.cloud/operation': 'reconcile' } },
         spec: { providerConfig: allowRule('203.0.113.0/25') },
@@ -394,8 +384,7 @@ describe('extension controller on a real kube-apiserver', () => {
       expect(e.status?.lastError?.description).toContain('combined filters are frozen by the test');
       expect(e.status?.state?.applied?.rule.cidrs).toEqual(['203.0.113.0/25']);
     } finally {
-      await deleteObject(cp.kubeConfig, policyRef('ValidatingAdmissionPolicyBinding'));
-      await deleteObject(cp.kubeConfig, policyRef('ValidatingAdmissionPolicy'));
+      await removePolicy();
     }
     // Once the writes go through, the shoot is protected as recorded and only then Succeeded.
     const done = await succeeded(A);
@@ -407,14 +396,12 @@ describe('extension controller on a real kube-apiserver', () => {
   }, 120_000);
 
   it('any failed reconcile (here the API server refuses the ManagedResource) reaches the status as Error, once', async () => {
-    const refuse = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', metadata: { name: 'refuse-mr' }, spec: {
-      failurePolicy: 'Fail',
-      matchConstraints: { resourceRules: [{ apiGroups: ['resources.gardener.cloud'], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: ['managedresources'] }] },
-      validations: [{ expression: "object.metadata.namespace != 'shoot--q--g'", message: 'ManagedResources of shoot--q--g are refused by the test' }],
-    } };
-    const bind = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name: 'refuse-mr' }, spec: { policyName: 'refuse-mr', validationActions: ['Deny'] } };
-    await createObject(cp.kubeConfig, refuse);
-    await createObject(cp.kubeConfig, bind);
+    const removePolicy = await refuseWrites(cp.kubeConfig, 'refuse-mr', {
+      apiGroup: 'resources.gardener.cloud',
+      resource: 'managedresources',
+      expression: "object.metadata.namespace != 'shoot--q--g'",
+      message: 'ManagedResources of shoot--q--g are refused by the test',
+    });
     const G: ShootFixture = { project: 'q', name: 'g', providerConfig: allowRule('192.0.2.0/25') };
     try {
       await sleep(1_000); // the policy takes effect
@@ -427,8 +414,7 @@ describe('extension controller on a real kube-apiserver', () => {
       await sleep(2_000);
       expect((await ext(G))?.metadata.resourceVersion).toBe(rv);
     } finally {
-      await deleteObject(cp.kubeConfig, { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', name: 'refuse-mr' });
-      await deleteObject(cp.kubeConfig, { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', name: 'refuse-mr' });
+      await removePolicy();
     }
     await succeeded(G);
   }, 120_000);

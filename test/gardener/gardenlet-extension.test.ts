@@ -12,6 +12,7 @@ import type { ControlPlane } from '../kube/control-plane.js';
 import { eventually, sleep, startWithCRDs } from '../kube/kube-test-helpers.js';
 import { gardenletExtension, gardenletHealth } from '../support/gardener-contract.js';
 import { startResourceManager, type ResourceManager } from '../support/gardener-resource-manager.js';
+import { refuseWrites } from '../support/refusing-policy.js';
 
 // Shoots without an Extension: gardenlet's deployer creates it.
 const S: ShootFixture = { project: 'gl', name: 's' };
@@ -76,31 +77,17 @@ describe("gardenlet's Extension deployer drives the controller", () => {
   }, 300_000);
 
   it('a transient API failure (ManagedResource writes refused for a while): Wait still succeeds within gardenlet’s timeout', async () => {
-    const refuse = {
-      apiVersion: 'admissionregistration.k8s.io/v1',
-      kind: 'ValidatingAdmissionPolicy',
-      metadata: { name: 'refuse-mr' },
-      spec: {
-        failurePolicy: 'Fail',
-        matchConstraints: { resourceRules: [{ apiGroups: ['resources.gardener.cloud'], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: ['managedresources'] }] },
-        validations: [{ expression: 'false', message: 'the seed is having a bad day' }],
-      },
-    };
-    const binding = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name: 'refuse-mr' }, spec: { policyName: 'refuse-mr', validationActions: ['Deny'] } };
-    await createObject(cp.kubeConfig, refuse);
-    await createObject(cp.kubeConfig, binding);
-    const policyRef = (kind: string): ObjectRef => ({ apiVersion: 'admissionregistration.k8s.io/v1', kind, name: 'refuse-mr' });
-    // A policy takes a moment to be enforced: a probe ManagedResource is refused once it is.
+    // A probe ManagedResource is refused once the policy is enforced.
     const probe: ObjectRef = { apiVersion: 'resources.gardener.cloud/v1alpha1', kind: 'ManagedResource', name: 'probe', namespace: ns };
-    await eventually('policy in force', async () => {
-      try {
+    const removePolicy = await refuseWrites(
+      cp.kubeConfig,
+      'refuse-mr',
+      { apiGroup: 'resources.gardener.cloud', resource: 'managedresources', expression: 'false', message: 'the seed is having a bad day' },
+      async () => {
         await createObject(cp.kubeConfig, { apiVersion: probe.apiVersion, kind: probe.kind, metadata: { name: probe.name, namespace: ns }, spec: { secretRefs: [] } });
         await deleteObject(cp.kubeConfig, probe);
-        return false;
-      } catch {
-        return true;
-      }
-    });
+      },
+    );
     const running = deployer(S, ['deploy', 'wait'], allowRule('192.0.2.0/25'));
     try {
       // The Extension shows the failure while it lasts.
@@ -110,8 +97,7 @@ describe("gardenlet's Extension deployer drives the controller", () => {
       }, 60_000);
       await sleep(2_000);
     } finally {
-      await deleteObject(cp.kubeConfig, policyRef('ValidatingAdmissionPolicyBinding'));
-      await deleteObject(cp.kubeConfig, policyRef('ValidatingAdmissionPolicy'));
+      await removePolicy();
     }
     const run = await running;
     expect(run.steps.map((s) => [s.step, s.ok])).toEqual([['connect', true], ['deploy', true], ['wait', true]]);

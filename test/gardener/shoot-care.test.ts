@@ -14,12 +14,12 @@ import { DEFAULT_GW, allowRule, createSeed, startTestController, technicalID, ty
 import type { ControlPlane } from '../kube/control-plane.js';
 import { eventually, startWithCRDs, testLogger } from '../kube/kube-test-helpers.js';
 import { gardenletCare } from '../support/gardener-contract.js';
+import { refuseWrites } from '../support/refusing-policy.js';
 
 const A: ShootFixture = { project: 'care', name: 'a', providerConfig: allowRule('203.0.113.0/24') };
 const HEARTBEAT_NAMESPACE = DEFAULT_GW.namespace;
 
 const extRef: ObjectRef = { apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension', name: 'acl', namespace: technicalID(A) };
-const policyRef = (kind: string): ObjectRef => ({ apiVersion: 'admissionregistration.k8s.io/v1', kind, name: 'refuse-combined' });
 
 interface Condition {
   type: string;
@@ -65,23 +65,16 @@ describe('gardenlet’s shoot care sees whether the combined CONNECT policies ar
   }, 90_000);
 
   it('combined filters deleted by someone while the API server refuses to store them again: the Shoot shows it, and recovers', async () => {
-    const policy = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', metadata: { name: 'refuse-combined' }, spec: {
-      failurePolicy: 'Fail',
-      matchConstraints: { resourceRules: [{ apiGroups: ['networking.istio.io'], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: ['envoyfilters'] }] },
-      validations: [{ expression: "!object.metadata.name.startsWith('acl-connect')", message: 'combined filters are refused by the test' }],
-    } };
-    await createObject(cp.kubeConfig, policy);
-    await createObject(cp.kubeConfig, { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name: 'refuse-combined' }, spec: { policyName: 'refuse-combined', validationActions: ['Deny'] } });
+    const removePolicy = await refuseWrites(
+      cp.kubeConfig,
+      'refuse-combined',
+      { apiGroup: 'networking.istio.io', resource: 'envoyfilters', expression: "!object.metadata.name.startsWith('acl-connect')", message: 'combined filters are refused by the test' },
+      async () => {
+        await createObject(cp.kubeConfig, { apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', metadata: { name: 'acl-connect-probe', namespace: DEFAULT_GW.namespace }, spec: {} });
+        await deleteObject(cp.kubeConfig, { apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name: 'acl-connect-probe', namespace: DEFAULT_GW.namespace });
+      },
+    );
     try {
-      await eventually('policy in force', async () => {
-        try {
-          await createObject(cp.kubeConfig, { apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', metadata: { name: 'acl-connect-probe', namespace: DEFAULT_GW.namespace }, spec: {} });
-          await deleteObject(cp.kubeConfig, { apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name: 'acl-connect-probe', namespace: DEFAULT_GW.namespace });
-          return false;
-        } catch {
-          return true;
-        }
-      });
       const combined = await listAll(cp.kubeConfig, '/apis/networking.istio.io/v1alpha3/envoyfilters', { labelSelector: 'acl.gardener.cloud/role=connect' });
       expect(combined.items.length).toBeGreaterThan(0);
       for (const f of combined.items as { metadata: { name: string; namespace: string } }[]) {
@@ -98,8 +91,7 @@ describe('gardenlet’s shoot care sees whether the combined CONNECT policies ar
       expect(error).toContain('the combined CONNECT filters do not protect this shoot as recorded on istio-ingress:8132, istio-ingress:8443');
       expect(error).toContain('combined filters are refused by the test');
     } finally {
-      await deleteObject(cp.kubeConfig, policyRef('ValidatingAdmissionPolicyBinding'));
-      await deleteObject(cp.kubeConfig, policyRef('ValidatingAdmissionPolicy'));
+      await removePolicy();
     }
     await eventually('ControlPlaneHealthy True again', async () => (await controlPlaneHealthy(cp))?.status === 'True', 120_000);
     const care = await gardenletCare(cp.kubeconfigPath, technicalID(A), HEARTBEAT_NAMESPACE);
