@@ -11,7 +11,7 @@ import { AclController } from '../../src/actuator/controller.js';
 
 import { MANAGED_RESOURCE_NAME } from '../../src/actuator/managed-resource.js';
 import { listAll } from '../../src/kube/list-watch.js';
-import { deleteObject, jsonPatch, mergePatch, type ObjectRef } from '../../src/kube/objects-client.js';
+import { deleteObject, getObject, jsonPatch, mergePatch, type ObjectRef } from '../../src/kube/objects-client.js';
 import { DEFAULT_GW, ZONAL_GW, allowRule, type GatewayFixture, createSeed, denyRule, technicalID, type ShootFixture, startTestController } from '../actuator/seed-fixture.js';
 import type { ControlPlane } from '../kube/control-plane.js';
 import { eventually, sleep, startWithCRDs } from '../kube/kube-test-helpers.js';
@@ -193,6 +193,28 @@ describe('protection continuity through the fault matrix (real kube-apiserver)',
     await settled('label back');
     await judged('gateway Deployment faults');
   }, 240_000);
+
+  // No garbage collector runs here, so the Deployment stays terminating with the finalizer the API
+  // server put on it ("orphan" or "foregroundDeletion") exactly as long as a seed's GC is busy with
+  // its dependents; the gateway pods still serve all the while. Then the finalizer goes (the GC is
+  // done), the Deployment is gone, and Gardener recreates it.
+  it.each(['Orphan', 'Foreground'] as const)('gateway Deployment deleted with propagationPolicy %s (terminating while its pods serve, then gone, then recreated): protection never lapses and repairs go on', async (propagationPolicy) => {
+    const ref = deploymentRef(ZONAL_GW.namespace);
+    await deleteObject(cp.kubeConfig, ref, false, { propagationPolicy });
+    const terminating = await getObject(cp.kubeConfig, ref);
+    expect((terminating?.['metadata'] as { deletionTimestamp?: string } | undefined)?.deletionTimestamp, 'the Deployment is terminating').toBeTruthy();
+    await sleep(2_000);
+    await settled('Deployment terminating');
+    await foreignDeleteOfACombinedFilter(); // still repaired while the gateway has no live Deployment
+    await judged(`${propagationPolicy}: terminating Deployment`);
+    await mergePatch(cp.kubeConfig, ref, { metadata: { finalizers: null } });
+    await eventually('the Deployment is gone', async () => (await getObject(cp.kubeConfig, ref)) === undefined, 10_000);
+    await sleep(2_000);
+    await settled('Deployment gone');
+    await createSeed(cp.kubeConfig, [ZONAL_GW], []);
+    await settled('Deployment recreated');
+    await judged(`${propagationPolicy}: Deployment gone and recreated`);
+  }, 120_000);
 
   it('shard count grows (20 -> 26 shoots) and shrinks back: no shoot ever leaves every shard', async () => {
     await createSeed(cp.kubeConfig, [], GROWTH.map((o) => o.fixture));
