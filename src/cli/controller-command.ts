@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { z } from 'zod';
 import { AclController } from '../actuator/controller.js';
@@ -10,11 +10,20 @@ import { KubeClusterClient } from '../actuator/kube-cluster-client.js';
 import { LeaseFence } from '../kube/lease-fence.js';
 import { LeaderElector } from '../kube/leader-election.js';
 import { createLeaderElectionMetrics } from '../kube/metrics.js';
+import type { KubeTarget } from '../kube/objects-client.js';
+import { WebhookCertificateManager } from '../webhook/certificate-manager.js';
+import { servingNames } from '../webhook/serving-names.js';
+import { mutatingWebhookConfiguration, type ClientTarget } from '../webhook/webhook-configuration.js';
 import type { CommandIO } from './render-command.js';
+import { serviceRef } from './service-ref.js';
+import { durationMs } from './duration.js';
 import { loadKubeConfig } from './kubeconfig.js';
 import { loadOperatorConfigFile } from './operator-config-file.js';
 import { startProbeServer } from './probe-server.js';
 import { LAGGING_CACHE_MS, STUCK_CACHE_MS } from './probe-thresholds.js';
+
+/** Secrets <prefix>-ca and <prefix>-tls; the chart mounts the latter into the webhook Pods. */
+export const SEED_WEBHOOK_SECRET_PREFIX = 'gardener-acl-webhook';
 
 export const CONTROLLER_USAGE = `usage: gardener-acl controller [options]
 
@@ -40,16 +49,20 @@ Runs the extension controller for Extensions of type acl on a seed.
   --combined-min-interval DURATION  least time between writes of the combined filters (default 60s)
   --graceful-shutdown-timeout DURATION  on SIGTERM, wait this long for reconciles in flight before
                                     the lease is released (default 30s)
-  --log-level LEVEL                 trace|debug|info|warn|error (default info)`;
+  --log-level LEVEL                 trace|debug|info|warn|error (default info)
 
-const durationSchema = z.string().transform((text, ctx) => {
-  const match = /^(\d+)(ms|s|m|h)$/.exec(text.trim());
-  if (!match) {
-    ctx.addIssue({ code: 'custom', message: `"${text}" is not a duration; write e.g. 500ms, 30s, 10m or 1h` });
-    return z.NEVER;
-  }
-  return Number(match[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[match[2] as 'ms' | 's' | 'm' | 'h'];
-});
+Seed webhook certificates (the leader keeps them; off unless the namespace is given):
+  --webhook-certificates-namespace NS  CA and serving certificate in Secrets gardener-acl-webhook-ca
+                                    and gardener-acl-webhook-tls of NS (the webhook Pods mount the
+                                    latter), renewed at 80 % of their lifetime; the caBundle of the
+                                    MutatingWebhookConfiguration gardener-acl kept current
+  --webhook-service NAME.NAMESPACE[:PORT]  the webhook's Service (default port 443)
+  --webhook-url URL                 instead of --webhook-service: the URL the API server calls
+  --webhook-config-owner CLUSTERROLE  owner of the configuration, so it goes with the installation
+  --webhook-timeout-seconds N       1-30 (default 10)
+  --controller-username USER        this controller's user; its writes of combined filters skip the webhook
+  --webhook-ca-validity DURATION    default 30d
+  --webhook-cert-validity DURATION  default 30d`;
 
 const argsSchema = z.object({
   kubeconfig: z.string().optional(),
@@ -57,17 +70,28 @@ const argsSchema = z.object({
   'leader-elect': z.enum(['true', 'false'], { error: 'must be true or false' }).transform((v) => v === 'true'),
   'leader-election-namespace': z.string().min(1),
   'leader-election-id': z.string().min(1),
-  'lease-duration': durationSchema,
-  'renew-deadline': durationSchema,
-  'retry-period': durationSchema,
+  'lease-duration': durationMs,
+  'renew-deadline': durationMs,
+  'retry-period': durationMs,
   'probe-port': z.coerce.number({ error: 'must be a number' }).int({ error: 'must be a port number from 0 to 65535' }).min(0, { error: 'must be a port number from 0 to 65535' }).max(65535, { error: 'must be a port number from 0 to 65535' }),
-  'cache-unready-after': durationSchema,
-  'cache-unhealthy-after': durationSchema,
+  'cache-unready-after': durationMs,
+  'cache-unhealthy-after': durationMs,
   workers: z.coerce.number({ error: 'must be a number' }).int({ error: 'must be a whole number from 1 to 100' }).min(1, { error: 'must be a whole number from 1 to 100' }).max(100, { error: 'must be a whole number from 1 to 100' }),
-  'resync-period': durationSchema,
-  'combined-min-interval': durationSchema,
-  'graceful-shutdown-timeout': durationSchema,
+  'resync-period': durationMs,
+  'combined-min-interval': durationMs,
+  'graceful-shutdown-timeout': durationMs,
   'log-level': z.enum(['trace', 'debug', 'info', 'warn', 'error'], { error: 'must be trace, debug, info, warn or error' }),
+  'webhook-certificates-namespace': z.string().min(1).optional(),
+  'webhook-service': serviceRef.optional(),
+  'webhook-url': z.url({ protocol: /^https$/, error: 'must be an https:// URL' }).optional(),
+  'webhook-config-owner': z.string().min(1).optional(),
+  'webhook-timeout-seconds': z.coerce.number({ error: 'must be a number' }).int().min(1, { error: 'must be 1 to 30' }).max(30, { error: 'must be 1 to 30' }),
+  'controller-username': z.string().min(1).optional(),
+  'webhook-ca-validity': durationMs,
+  'webhook-cert-validity': durationMs,
+}).refine((a) => !a['webhook-certificates-namespace'] || (a['webhook-service'] === undefined) !== (a['webhook-url'] === undefined), {
+  error: 'give exactly one of --webhook-service and --webhook-url with --webhook-certificates-namespace',
+  path: ['webhook-certificates-namespace'],
 });
 
 export async function controllerCommand(argv: readonly string[], io: CommandIO): Promise<number> {
@@ -92,6 +116,14 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
         'combined-min-interval': { type: 'string', default: '60s' },
         'graceful-shutdown-timeout': { type: 'string', default: '30s' },
         'log-level': { type: 'string', default: 'info' },
+        'webhook-certificates-namespace': { type: 'string' },
+        'webhook-service': { type: 'string' },
+        'webhook-url': { type: 'string' },
+        'webhook-config-owner': { type: 'string' },
+        'webhook-timeout-seconds': { type: 'string', default: '10' },
+        'controller-username': { type: 'string' },
+        'webhook-ca-validity': { type: 'string', default: '30d' },
+        'webhook-cert-validity': { type: 'string', default: '30d' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -139,6 +171,9 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
     resyncPeriodMs: a['resync-period'],
     combinedMinIntervalMs: a['combined-min-interval'],
   });
+  const certificates = a['webhook-certificates-namespace']
+    ? seedWebhookCertificates(a, a['webhook-certificates-namespace'], { kubeConfig, ...(fence ? { fence } : {}) }, logger)
+    : undefined;
   // The writer renews Gardener's extension heartbeat, which gardenlet reads next to the conditions we report.
   const heartbeat = new ExtensionHeartbeat(client, a['leader-election-namespace'], a['leader-election-id'], logger);
   const elector = a['leader-elect']
@@ -157,6 +192,7 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
           logger.info('became leader; starting workers');
           controller.startWorkers();
           heartbeat.start();
+          void certificates?.start();
         },
         // Like controller-runtime: a replica that lost the lease exits rather than risk two writers.
         onStoppedLeading: (reason) => {
@@ -184,6 +220,7 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
   async function shutdown(code: number): Promise<void> {
     logger.info('shutting down');
     heartbeat.stop();
+    certificates?.stop();
     const finished = await controller.stopWorkers(a['graceful-shutdown-timeout']);
     if (!finished) logger.warn({ timeoutMs: a['graceful-shutdown-timeout'] }, 'reconciles still in flight at the graceful shutdown timeout; the lease is kept (not released) so it expires on its own');
     await elector?.stop({ release: finished });
@@ -200,7 +237,32 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
   else {
     controller.startWorkers();
     heartbeat.start();
+    void certificates?.start();
   }
   // Runs until a signal or lost leadership ends the process.
   return new Promise<number>(() => undefined);
+}
+
+/** The seed webhook's certificates and its MutatingWebhookConfiguration, kept by the leader. */
+function seedWebhookCertificates(a: z.output<typeof argsSchema>, namespace: string, target: KubeTarget, logger: Logger): WebhookCertificateManager {
+  const clientTarget: ClientTarget = a['webhook-url'] ? { url: a['webhook-url'] } : { service: a['webhook-service']! };
+  const owner = a['webhook-config-owner'];
+  return new WebhookCertificateManager({
+    target,
+    namespace,
+    caSecretName: `${SEED_WEBHOOK_SECRET_PREFIX}-ca`,
+    servingSecretName: `${SEED_WEBHOOK_SECRET_PREFIX}-tls`,
+    ...servingNames(clientTarget),
+    caValidityMs: a['webhook-ca-validity'],
+    servingValidityMs: a['webhook-cert-validity'],
+    logger,
+    configurations: [
+      {
+        target,
+        ...(owner ? { owner: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', name: owner } } : {}),
+        build: (caBundlePem) =>
+          mutatingWebhookConfiguration({ target: clientTarget, caBundlePem, timeoutSeconds: a['webhook-timeout-seconds'], controllerUsername: a['controller-username'] }),
+      },
+    ],
+  });
 }

@@ -2,6 +2,7 @@
 import { CONTROLLER_USAGE, controllerCommand } from './controller-command.js';
 import { REGISTRATION_USAGE, registrationCommand } from './registration-command.js';
 import { renderCommand, RENDER_USAGE, type CommandIO } from './render-command.js';
+import { packageVersion } from './version.js';
 import { WEBHOOK_CONFIG_USAGE, WEBHOOK_USAGE, webhookCommand, webhookConfigCommand } from './webhook-command.js';
 
 const USAGE = `usage: gardener-acl <command> [options]
@@ -12,6 +13,7 @@ commands:
   registration print the ControllerRegistration/ControllerDeployment (or gardener-operator Extension)
   webhook      serve the admission webhooks (EnvoyFilters on the seed, Shoots in the garden)
   webhook-config  print the webhook registration objects
+  version      print the version
 
 ${RENDER_USAGE}
 
@@ -38,6 +40,10 @@ async function main(argv: readonly string[]): Promise<number> {
       return webhookCommand(rest, io);
     case 'webhook-config':
       return webhookConfigCommand(rest, io);
+    case 'version':
+    case '--version':
+      io.stdout(`gardener-acl ${packageVersion()}\n`);
+      return 0;
     case undefined:
     case 'help':
     case '--help':

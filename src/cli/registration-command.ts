@@ -41,9 +41,11 @@ charts pushed to an OCI registry.
   --chart-ref REF                 --operator: OCI ref of the seed chart
   --admission-chart-ref REF       --operator: OCI ref of the admission chart
   --admission-namespace NS        --operator: runtime namespace of the admission server (default garden)
-  --admission-ca-bundle FILE      --operator: PEM CA of the admission TLS Secret
-  --admission-tls-secret NAME     --operator: kubernetes.io/tls Secret of the admission server
-                                  (default gardener-acl-admission-tls)
+  --admission-ca-bundle FILE      --operator: PEM CA of an existing admission TLS Secret (e.g. from
+                                  cert-manager); without it the admission server keeps its own
+                                  certificates and registration (webhook.tls.mode managed)
+  --admission-tls-secret NAME     --operator, with --admission-ca-bundle: kubernetes.io/tls Secret of
+                                  the admission server (default gardener-acl-admission-tls)
 Exit codes: 0 ok, 2 invalid input.`;
 
 const dnsLabel = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, { error: 'must be a lower-case DNS label' }).max(63);
@@ -72,7 +74,7 @@ const argsSchema = z
       }
       return;
     }
-    for (const flag of ['chart-ref', 'admission-chart-ref', 'admission-ca-bundle'] as const) {
+    for (const flag of ['chart-ref', 'admission-chart-ref'] as const) {
       if (a[flag] === undefined) ctx.addIssue({ code: 'custom', path: [flag], message: 'is required with --operator' });
     }
   });
@@ -162,8 +164,8 @@ export async function registrationCommand(argv: readonly string[], io: CommandIO
 
   let objects: Record<string, unknown>[];
   if (a.operator) {
-    const ca = await readPem(a['admission-ca-bundle'] ?? '');
-    if (typeof ca !== 'string') {
+    const ca = a['admission-ca-bundle'] === undefined ? undefined : await readPem(a['admission-ca-bundle']);
+    if (ca !== undefined && typeof ca !== 'string') {
       io.stderr(`${ca.error}\n`);
       return 2;
     }
@@ -175,8 +177,7 @@ export async function registrationCommand(argv: readonly string[], io: CommandIO
         chartRef: a['chart-ref'] ?? '',
         admissionChartRef: a['admission-chart-ref'] ?? '',
         admissionNamespace: a['admission-namespace'],
-        admissionCaBundle: ca,
-        admissionTlsSecretName: a['admission-tls-secret'],
+        ...(ca === undefined ? {} : { admissionTls: { caBundle: ca, secretName: a['admission-tls-secret'] } }),
       }),
     ];
   } else {

@@ -5,17 +5,21 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { stringify as stringifyYaml } from 'yaml';
 import { z } from 'zod';
 import { InformerCacheSource } from '../webhook/informer-cache-source.js';
-import { selfSignedCertificates, serviceDnsNames, type KeyPair } from '../webhook/serving-certs.js';
+import { WebhookCertificateManager } from '../webhook/certificate-manager.js';
+import { selfSignedCertificates, serviceDnsNames, writeKeyPair, type KeyPair } from '../webhook/serving-certs.js';
+import { servingNames } from '../webhook/serving-names.js';
 import { startWebhookApp, type CertificateSource } from '../webhook/webhook-app.js';
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration, type ClientTarget } from '../webhook/webhook-configuration.js';
 import { startProbeServer } from './probe-server.js';
 import { STUCK_CACHE_MS } from './probe-thresholds.js';
 import type { CommandIO } from './render-command.js';
+import { durationMs } from './duration.js';
+import { serviceRef } from './service-ref.js';
 import { loadKubeConfig } from './kubeconfig.js';
 import { loadOperatorConfigFile } from './operator-config-file.js';
 
@@ -39,7 +43,21 @@ Serves the admission webhooks over HTTPS: /mutate-envoyfilter (seed) and /valida
                                succeed (default 10s; keep it below terminationGracePeriodSeconds)
   --controller-username USER   the controller's authenticated user (e.g. system:serviceaccount:garden:gardener-acl);
                                its writes of combined filters pass unchanged, everyone else's are rewritten
-  --log-level LEVEL            trace|debug|info|warn|error (default info)`;
+  --log-level LEVEL            trace|debug|info|warn|error (default info)
+
+Certificates managed in-process (e.g. the garden admission; every replica may run it):
+  --certificates-namespace NS  CA and serving certificate in Secrets NAME-ca and NAME-tls of NS
+                               (the --kubeconfig cluster), renewed at 80 % of their lifetime; the
+                               stored pair is written into --cert-dir; the webhook configurations
+                               (named gardener-acl) are created with a current caBundle
+  --certificates-name NAME     default gardener-acl-admission
+  --register-url URL           the URL the API server calls (instead of --service)
+  --webhook-config-kubeconfig PATH  the API server whose configurations these are (default:
+                               $GARDEN_KUBECONFIG, which gardener-operator injects, else --kubeconfig)
+  --webhook-config-owner CLUSTERROLE  owner of the configurations there, so they go with the installation
+  --timeout-seconds N          1-30 (default 10)
+  --ca-validity DURATION       default 30d
+  --cert-validity DURATION     default 30d`;
 
 export const WEBHOOK_CONFIG_USAGE = `usage: gardener-acl webhook-config (--url URL | --service NAME.NAMESPACE[:PORT]) --ca-bundle-file PATH [options]
 
@@ -55,18 +73,6 @@ const webhookList = z
   .transform((s) => s.split(',').map((w) => w.trim()).filter(Boolean))
   .pipe(z.array(z.enum(WEBHOOK_NAMES, { error: `each webhook must be one of ${WEBHOOK_NAMES.join(', ')}` })).min(1));
 const port = (flag: string) => z.coerce.number({ error: `${flag} must be a port number` }).int().min(0).max(65535);
-const durationMs = z.string().transform((text, ctx) => {
-  const match = /^(\d+)(ms|s|m)$/.exec(text.trim());
-  if (match) return Number(match[1]) * { ms: 1, s: 1000, m: 60_000 }[match[2] as 'ms' | 's' | 'm'];
-  ctx.addIssue({ code: 'custom', message: `"${text}" is not a duration; write e.g. 500ms, 10s or 1m` });
-  return z.NEVER;
-});
-const serviceRef = z.string().transform((text, ctx) => {
-  const match = /^([a-z0-9-]+)\.([a-z0-9-]+)(?::(\d+))?$/.exec(text);
-  if (match) return { name: match[1] ?? '', namespace: match[2] ?? '', port: Number(match[3] ?? 443) };
-  ctx.addIssue({ code: 'custom', message: `"${text}" is not NAME.NAMESPACE[:PORT]` });
-  return z.NEVER;
-});
 
 const serveArgs = z
   .object({
@@ -84,8 +90,21 @@ const serveArgs = z
     'shutdown-delay': durationMs,
     'controller-username': z.string().min(1, { error: '--controller-username must not be empty' }).optional(),
     'log-level': z.enum(['trace', 'debug', 'info', 'warn', 'error']),
+    'certificates-namespace': z.string().min(1).optional(),
+    'certificates-name': z.string().regex(/^[a-z0-9]([-a-z0-9]{0,58}[a-z0-9])?$/, { error: 'must be a DNS label of at most 60 characters' }),
+    'register-url': z.url({ protocol: /^https$/, error: '--register-url must be an https:// URL' }).optional(),
+    'webhook-config-kubeconfig': z.string().min(1).optional(),
+    'webhook-config-owner': z.string().min(1).optional(),
+    'timeout-seconds': z.coerce.number().int().min(1).max(30),
+    'ca-validity': durationMs,
+    'cert-validity': durationMs,
   })
-  .refine((a) => !a['ca-out'] || a['self-signed'], { error: '--ca-out needs --self-signed', path: ['ca-out'] });
+  .refine((a) => !a['ca-out'] || a['self-signed'], { error: '--ca-out needs --self-signed', path: ['ca-out'] })
+  .refine((a) => !(a['self-signed'] && a['certificates-namespace']), { error: 'give --self-signed or --certificates-namespace, not both', path: ['certificates-namespace'] })
+  .refine((a) => !a['certificates-namespace'] || (a.service === undefined) !== (a['register-url'] === undefined), {
+    error: 'give exactly one of --service and --register-url with --certificates-namespace',
+    path: ['certificates-namespace'],
+  });
 
 const configArgs = z
   .object({
@@ -117,6 +136,44 @@ function parseFlags(argv: readonly string[], io: CommandIO, usage: string, optio
   }
 }
 
+/**
+ * Certificates this process keeps itself: the stored pair is written into --cert-dir after every
+ * pass (so the server's watcher takes it), and the server starts once the first pair is there.
+ */
+async function managedCertificates(a: z.output<typeof serveArgs>, namespace: string, logger: Logger): Promise<WebhookCertificateManager> {
+  const clientTarget: ClientTarget = a['register-url'] ? { url: a['register-url'] } : { service: a.service! };
+  const configTarget = loadKubeConfig(a['webhook-config-kubeconfig'] ?? process.env.GARDEN_KUBECONFIG ?? a.kubeconfig);
+  const owner = a['webhook-config-owner'];
+  let firstPair: () => void = () => undefined;
+  const written = new Promise<void>((resolve) => (firstPair = resolve));
+  const options = { target: clientTarget, timeoutSeconds: a['timeout-seconds'], controllerUsername: a['controller-username'] };
+  const manager = new WebhookCertificateManager({
+    target: loadKubeConfig(a.kubeconfig),
+    namespace,
+    caSecretName: `${a['certificates-name']}-ca`,
+    servingSecretName: `${a['certificates-name']}-tls`,
+    ...servingNames(clientTarget),
+    caValidityMs: a['ca-validity'],
+    servingValidityMs: a['cert-validity'],
+    logger,
+    onServing: async (pair) => {
+      await writeKeyPair(a['cert-dir'], pair);
+      firstPair();
+    },
+    configurations: [
+      ...(a.webhooks.includes('envoyfilter') ? [mutatingWebhookConfiguration] : []),
+      ...(a.webhooks.includes('shoot') ? [validatingWebhookConfiguration] : []),
+    ].map((build) => ({
+      target: configTarget,
+      ...(owner ? { owner: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', name: owner } } : {}),
+      build: (caBundlePem: string) => build({ ...options, caBundlePem }),
+    })),
+  });
+  void manager.start();
+  await written;
+  return manager;
+}
+
 async function certificateSource(a: z.output<typeof serveArgs>): Promise<CertificateSource> {
   if (!a['self-signed']) return { dir: a['cert-dir'], pollIntervalMs: a['cert-poll-interval'] };
   const dnsNames = a.service ? serviceDnsNames(a.service.name, a.service.namespace) : ['localhost'];
@@ -144,6 +201,14 @@ export async function webhookCommand(argv: readonly string[], io: CommandIO): Pr
     'shutdown-delay': { type: 'string', default: '10s' },
     'controller-username': { type: 'string' },
     'log-level': { type: 'string', default: 'info' },
+    'certificates-namespace': { type: 'string' },
+    'certificates-name': { type: 'string', default: 'gardener-acl-admission' },
+    'register-url': { type: 'string' },
+    'webhook-config-kubeconfig': { type: 'string' },
+    'webhook-config-owner': { type: 'string' },
+    'timeout-seconds': { type: 'string', default: '10' },
+    'ca-validity': { type: 'string', default: '30d' },
+    'cert-validity': { type: 'string', default: '30d' },
   });
   if (!flags.values) return flags.exit;
   const args = serveArgs.safeParse(flags.values);
@@ -163,6 +228,7 @@ export async function webhookCommand(argv: readonly string[], io: CommandIO): Pr
   if (a.webhooks.includes('envoyfilter')) {
     cache = new InformerCacheSource(loadKubeConfig(a.kubeconfig), logger);
   }
+  const certificates = a['certificates-namespace'] ? await managedCertificates(a, a['certificates-namespace'], logger) : undefined;
   const app = await startWebhookApp({
     operator,
     cache,
@@ -190,8 +256,10 @@ export async function webhookCommand(argv: readonly string[], io: CommandIO): Pr
   async function shutdown(): Promise<void> {
     if (draining) return;
     draining = true;
-    logger.info({ delayMs: a['shutdown-delay'] }, 'shutting down: unready, still serving until the delay is over');
+    app.drain();
+    logger.info({ delayMs: a['shutdown-delay'] }, 'shutting down: unready, still serving (closing each connection after its response) until the delay is over');
     await new Promise((resolve) => setTimeout(resolve, a['shutdown-delay']));
+    certificates?.stop();
     await app.stop();
     probes.close();
     await cache?.stop();

@@ -60,19 +60,21 @@ export interface OperatorExtensionOptions {
   readonly admissionChartRef: string;
   /** Namespace of the admission server in the runtime cluster (gardener-operator's: garden). */
   readonly admissionNamespace: string;
-  readonly admissionCaBundle: string;
-  readonly admissionTlsSecretName: string;
+  /** An existing TLS Secret and its CA (mode secret); without it the server manages its certificates. */
+  readonly admissionTls?: { readonly caBundle: string; readonly secretName: string };
 }
 
 /**
  * gardener-operator renders the admission chart twice with `admission.values` plus values of its
  * own: the server into the runtime cluster, and into the virtual garden, where the chart then
  * renders only the ValidatingWebhookConfiguration, reaching the server by URL (the chart tells
- * the two renders apart by gardener.runtimeCluster). Both renders must agree on the certificate,
- * so the example uses an existing TLS Secret and its CA.
+ * the two renders apart by gardener.runtimeCluster). Nothing certificate-related is rendered in
+ * the default mode managed: the server keeps its certificates and writes the registration into the
+ * virtual garden itself, so the two renders cannot disagree. With an existing TLS Secret (mode
+ * secret) both renders carry its CA.
  */
 export function operatorExtension(o: OperatorExtensionOptions): Record<string, unknown> {
-  const tls = { mode: 'secret', secretName: o.admissionTlsSecretName, caBundle: o.admissionCaBundle };
+  const tls = o.admissionTls ? { mode: 'secret', secretName: o.admissionTls.secretName, caBundle: o.admissionTls.caBundle } : { mode: 'managed' };
   return {
     apiVersion: 'operator.gardener.cloud/v1alpha1',
     kind: 'Extension',

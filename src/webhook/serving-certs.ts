@@ -1,10 +1,10 @@
 // Serving certificates: a `tls.crt`/`tls.key` pair from a directory, reloaded when it changes
 // (Kubernetes Secret volumes swap a symlink, which fs.watch may report as a rename or miss
-// entirely, hence a poll as well, like controller-runtime's certwatcher); or a self-signed CA
-// and serving certificate for setups without certificate management.
+// entirely, hence a poll as well, like controller-runtime's certwatcher); issuing of CAs and
+// serving certificates (certificate-manager.ts keeps them in Secrets and rotates them).
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { watch, type FSWatcher } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile, readlink, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createSecureContext } from 'node:tls';
 import { generate } from 'selfsigned';
@@ -27,6 +27,33 @@ export async function readKeyPair(dir: string): Promise<KeyPair> {
   if (!new X509Certificate(cert).checkPrivateKey(createPrivateKey(key))) throw new Error(`${KEY_FILE} does not belong to ${CERT_FILE} in ${dir}`);
   createSecureContext({ cert, key });
   return { cert, key };
+}
+
+/**
+ * Writes the pair into `dir` for a CertWatcher there, both files at once the way the kubelet
+ * updates a Secret volume: a new directory, then the `..data` symlink swapped by rename, with
+ * `tls.crt` and `tls.key` linked through it. A reader never sees one file new and the other old.
+ */
+export async function writeKeyPair(dir: string, pair: KeyPair): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  const current = await readKeyPair(dir).catch(() => undefined);
+  if (current?.cert === pair.cert && current.key === pair.key) return;
+  const version = `..${Date.now()}_${process.pid}`;
+  await mkdir(path.join(dir, version));
+  await writeFile(path.join(dir, version, CERT_FILE), pair.cert, { mode: 0o600 });
+  await writeFile(path.join(dir, version, KEY_FILE), pair.key, { mode: 0o600 });
+  const previous = await readlink(path.join(dir, '..data')).catch(() => undefined);
+  await rm(path.join(dir, '..data_tmp'), { force: true });
+  await symlink(version, path.join(dir, '..data_tmp'));
+  await rename(path.join(dir, '..data_tmp'), path.join(dir, '..data'));
+  for (const file of [CERT_FILE, KEY_FILE]) {
+    const link = path.join(dir, file);
+    if ((await readlink(link).catch(() => undefined)) !== path.join('..data', file)) {
+      await rm(link, { force: true });
+      await symlink(path.join('..data', file), link);
+    }
+  }
+  if (previous && previous !== version) await rm(path.join(dir, previous), { recursive: true, force: true });
 }
 
 export interface CertWatcherOptions {
@@ -97,30 +124,37 @@ export interface SelfSignedCertificates {
 
 const DAY_MS = 24 * 3600_000;
 
-/**
- * A CA and a serving certificate it signed, SHA-256 (the API server refuses SHA-1), valid for
- * the given DNS names and IP addresses (Go checks SANs only, never the common name).
- */
-export async function selfSignedCertificates(dnsNames: readonly string[], ips: readonly string[], validDays = 365): Promise<SelfSignedCertificates> {
-  const notBeforeDate = new Date(Date.now() - 3600_000);
-  const notAfterDate = new Date(Date.now() + validDays * DAY_MS);
-  const ca = await generate([{ name: 'commonName', value: 'gardener-acl-webhook-ca' }], {
+export interface Validity {
+  readonly notBefore: Date;
+  readonly notAfter: Date;
+}
+
+/** A CA (EC P-256, SHA-256: the API server refuses SHA-1) valid for `validity`. */
+export async function issueCertificateAuthority(commonName: string, validity: Validity): Promise<KeyPair> {
+  const ca = await generate([{ name: 'commonName', value: commonName }], {
     keyType: 'ec',
     algorithm: 'sha256',
-    notBeforeDate,
-    notAfterDate,
+    notBeforeDate: validity.notBefore,
+    notAfterDate: validity.notAfter,
     extensions: [
       { name: 'basicConstraints', cA: true, critical: true },
       { name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true },
     ],
   });
-  const caPair = { cert: ca.cert, key: ca.private };
+  return { cert: ca.cert, key: ca.private };
+}
+
+/**
+ * A serving certificate signed by `ca` for the given DNS names and IP addresses (Go checks SANs
+ * only, never the common name).
+ */
+export async function issueServingCertificate(ca: KeyPair, dnsNames: readonly string[], ips: readonly string[], validity: Validity): Promise<KeyPair> {
   const serving = await generate([{ name: 'commonName', value: dnsNames[0] ?? ips[0] ?? 'gardener-acl-webhook' }], {
     keyType: 'ec',
     algorithm: 'sha256',
-    notBeforeDate,
-    notAfterDate,
-    ca: caPair,
+    notBeforeDate: validity.notBefore,
+    notAfterDate: validity.notAfter,
+    ca,
     extensions: [
       { name: 'basicConstraints', cA: false, critical: true },
       { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
@@ -128,7 +162,14 @@ export async function selfSignedCertificates(dnsNames: readonly string[], ips: r
       { name: 'subjectAltName', altNames: [...dnsNames.map((value) => ({ type: 2 as const, value })), ...ips.map((ip) => ({ type: 7 as const, ip }))] },
     ],
   });
-  return { ca: caPair, serving: { cert: serving.cert, key: serving.private } };
+  return { cert: serving.cert, key: serving.private };
+}
+
+/** A CA and a serving certificate it signed, for tests and setups without certificate management. */
+export async function selfSignedCertificates(dnsNames: readonly string[], ips: readonly string[], validDays = 365): Promise<SelfSignedCertificates> {
+  const validity = { notBefore: new Date(Date.now() - 3600_000), notAfter: new Date(Date.now() + validDays * DAY_MS) };
+  const ca = await issueCertificateAuthority('gardener-acl-webhook-ca', validity);
+  return { ca, serving: await issueServingCertificate(ca, dnsNames, ips, validity) };
 }
 
 /** Service DNS names a webhook Service is reached by. */

@@ -36,6 +36,12 @@ export interface RunningWebhookApp {
   readonly port: number;
   /** Listening and, for the EnvoyFilter webhook, caches synced. */
   ready(): boolean;
+  /**
+   * Before a shutdown: every response from now on closes its connection, so the API server's
+   * kept-alive connections leave this replica one by one while it still answers, and none is
+   * left to be cut (a cut connection with a request on it is a failed call) when it closes.
+   */
+  drain(): void;
   stop(): Promise<void>;
 }
 
@@ -74,6 +80,10 @@ export async function startWebhookApp(options: WebhookAppOptions): Promise<Runni
   const tls = watcher ? await watcher.start() : (source as { pair: KeyPair }).pair;
   const listening = createWebhookServer({ tls, routes: admissionRoutes(options.operator, options.cache, options.validateShoots, options.controllerUsername), logger, metrics });
   serving.server = listening;
+  let draining = false;
+  listening.addHook('onSend', async (_request, reply) => {
+    if (draining) void reply.header('connection', 'close');
+  });
   options.extraRoutes?.(listening);
   try {
     await listening.listen({ host: options.host, port: options.port });
@@ -85,6 +95,9 @@ export async function startWebhookApp(options: WebhookAppOptions): Promise<Runni
     server: listening,
     port: (listening.server.address() as AddressInfo).port,
     ready: () => listening.server.listening && (options.cache?.synced() ?? true),
+    drain: () => {
+      draining = true;
+    },
     stop: async () => {
       watcher?.stop();
       await listening.close();

@@ -17,6 +17,8 @@ type Container = { name: string; args: string[]; env?: { name: string; valueFrom
 
 export interface RunningContainer {
   readonly child: ChildProcess;
+  /** The free port its --probe-port was mapped to. */
+  readonly probePort: number;
   output(): string;
 }
 
@@ -62,7 +64,15 @@ export async function writeChartConfig(objects: readonly KubeObject[], dir: stri
  * The named container of the chart's Deployments as a process: its args (mount paths mapped by
  * `mapArg`, probe ports to free ones) and env (the namespace from the downward API).
  */
-export async function startChartContainer(objects: readonly KubeObject[], name: string, kubeconfig: string, mapArg: (arg: string) => string, namespace = 'garden'): Promise<RunningContainer> {
+export async function startChartContainer(
+  objects: readonly KubeObject[],
+  name: string,
+  kubeconfig: string,
+  mapArg: (arg: string) => string,
+  namespace = 'garden',
+  /** What the platform injects besides the chart (e.g. gardener-operator's GARDEN_KUBECONFIG). */
+  injectedEnv: Record<string, string> = {},
+): Promise<RunningContainer> {
   const deployments = objects.filter((o) => o.kind === 'Deployment') as unknown as { spec: { template: { spec: { containers: Container[] } } } }[];
   const container = deployments.flatMap((d) => d.spec.template.spec.containers).find((c) => c.name === name);
   if (!container) throw new Error(`no ${name} container`);
@@ -75,12 +85,12 @@ export async function startChartContainer(objects: readonly KubeObject[], name: 
   }
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli/main.ts'), ...args], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', KUBECONFIG: kubeconfig, ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', KUBECONFIG: kubeconfig, ...env, ...injectedEnv },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   killOnExit(child);
   let output = '';
   child.stdout?.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
-  return { child, output: () => output };
+  return { child, probePort, output: () => output };
 }

@@ -5,7 +5,7 @@ import { parse as parseYaml } from 'yaml';
 import { parseOperatorConfig } from '../../src/acl/operator-config.js';
 import { operatorExtension } from '../../src/registration/registration-objects.js';
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../../src/webhook/webhook-configuration.js';
-import { CLUSTER_RULES, KUBE_SYSTEM_RULES, WEBHOOK_RULES, leaderElectionRules } from './expected-rbac.js';
+import { CLUSTER_RULES, KUBE_SYSTEM_RULES, MANAGED_CERTIFICATE_CLUSTER_RULES, MANAGED_CERTIFICATE_RULES, WEBHOOK_RULES, leaderElectionRules } from './expected-rbac.js';
 import { ADMISSION_CHART, SEED_CHART, find, helm, renderChart, type KubeObject } from './helm.js';
 
 const NON_DEFAULT_SEED = {
@@ -22,6 +22,7 @@ const NON_DEFAULT_SEED = {
 type Container = { name: string; args: string[]; image: string; securityContext: Record<string, unknown>; livenessProbe: unknown; readinessProbe: unknown; resources: unknown };
 const podSpec = (objects: readonly KubeObject[], name?: string) => (find(objects, 'Deployment', name) as unknown as { spec: { replicas: number; template: { spec: { securityContext: Record<string, unknown>; containers: Container[] } } } }).spec;
 const sortRules = (rules: readonly object[]) => [...rules].map((r) => JSON.stringify(r)).sort();
+const TEST_CA = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
 
 describe('helm lint', () => {
   it.each([
@@ -42,8 +43,8 @@ describe('seed chart rendering', () => {
     expect(objects.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual([
       'ClusterRole/gardener-acl', 'ClusterRole/gardener-acl-webhook', 'ClusterRoleBinding/gardener-acl', 'ClusterRoleBinding/gardener-acl-webhook',
       'ConfigMap/gardener-acl-config', 'Deployment/gardener-acl', 'Deployment/gardener-acl-webhook',
-      'MutatingWebhookConfiguration/gardener-acl', 'PodDisruptionBudget/gardener-acl', 'PodDisruptionBudget/gardener-acl-webhook', 'Role/gardener-acl', 'Role/gardener-acl-leader-election',
-      'RoleBinding/gardener-acl', 'RoleBinding/gardener-acl-leader-election', 'Secret/gardener-acl-webhook-tls', 'Service/gardener-acl', 'Service/gardener-acl-controller',
+      'PodDisruptionBudget/gardener-acl', 'PodDisruptionBudget/gardener-acl-webhook', 'Role/gardener-acl', 'Role/gardener-acl-leader-election', 'Role/gardener-acl-webhook-certificates',
+      'RoleBinding/gardener-acl', 'RoleBinding/gardener-acl-leader-election', 'RoleBinding/gardener-acl-webhook-certificates', 'Service/gardener-acl', 'Service/gardener-acl-controller',
       'ServiceAccount/gardener-acl', 'ServiceAccount/gardener-acl-webhook', 'VerticalPodAutoscaler/gardener-acl', 'VerticalPodAutoscaler/gardener-acl-webhook',
     ]);
     for (const [name, command, serviceAccount] of [['gardener-acl', 'controller', 'gardener-acl'], ['gardener-acl-webhook', 'webhook', 'gardener-acl-webhook']] as const) {
@@ -138,7 +139,12 @@ describe('seed chart rendering', () => {
 
   it('grants exactly the rules in the table, nothing broader', async () => {
     const objects = await renderChart(SEED_CHART);
-    expect(sortRules(find(objects, 'ClusterRole', 'gardener-acl').rules as object[])).toEqual(sortRules(CLUSTER_RULES));
+    expect(sortRules(find(objects, 'ClusterRole', 'gardener-acl').rules as object[])).toEqual(sortRules([...CLUSTER_RULES, ...MANAGED_CERTIFICATE_CLUSTER_RULES]));
+    expect(sortRules(find(objects, 'Role', 'gardener-acl-webhook-certificates', 'garden').rules as object[])).toEqual(sortRules(MANAGED_CERTIFICATE_RULES));
+    // With certificates from a Secret the controller keeps none and registers nothing.
+    const fromSecret = await renderChart(SEED_CHART, { webhook: { tls: { mode: 'secret', secretName: 'tls', caBundle: TEST_CA } } });
+    expect(sortRules(find(fromSecret, 'ClusterRole', 'gardener-acl').rules as object[])).toEqual(sortRules(CLUSTER_RULES));
+    expect(fromSecret.some((o) => o.metadata.name === 'gardener-acl-webhook-certificates')).toBe(false);
     expect(sortRules(find(objects, 'ClusterRole', 'gardener-acl-webhook').rules as object[])).toEqual(sortRules(WEBHOOK_RULES));
     expect(sortRules(find(objects, 'Role', 'gardener-acl', 'kube-system').rules as object[])).toEqual(sortRules(KUBE_SYSTEM_RULES));
     expect(find(objects, 'Role', 'gardener-acl-leader-election', 'garden').rules).toEqual(leaderElectionRules('gardener-acl-leader-election'));
@@ -146,11 +152,26 @@ describe('seed chart rendering', () => {
     expect(all.flatMap((r) => [...r.verbs, ...r.resources]).filter((x) => x.includes('*'))).toEqual([]);
   });
 
-  it('the MutatingWebhookConfiguration is the one the webhook code defines, with the CA of the rendered Secret', async () => {
+  it('mode managed (default): no certificate, Secret or registration is rendered; the controller writes the configuration the webhook code defines', async () => {
     const objects = await renderChart(SEED_CHART);
+    expect(objects.filter((o) => o.kind === 'Secret' || o.kind === 'MutatingWebhookConfiguration')).toEqual([]);
+    expect(JSON.stringify(objects)).not.toContain('BEGIN');
+    const controller = podSpec(objects, 'gardener-acl').template.spec.containers[0];
+    // Exactly the options of the configuration below (src/cli/controller-command.ts builds it from them).
+    expect(controller?.args.filter((arg) => arg.startsWith('--webhook-') || arg.startsWith('--controller-username'))).toEqual([
+      '--webhook-certificates-namespace=garden', '--webhook-service=gardener-acl.garden:443', '--webhook-config-owner=gardener-acl',
+      '--webhook-timeout-seconds=10', '--controller-username=system:serviceaccount:garden:gardener-acl', '--webhook-ca-validity=30d', '--webhook-cert-validity=30d',
+    ]);
+    // The webhook Pods mount the Secret the controller keeps.
+    const webhookVolumes = (find(objects, 'Deployment', 'gardener-acl-webhook') as unknown as { spec: { template: { spec: { volumes: { name: string; secret?: { secretName: string } }[] } } } }).spec.template.spec.volumes;
+    expect(webhookVolumes.find((v) => v.name === 'webhook-tls')?.secret).toEqual({ secretName: 'gardener-acl-webhook-tls' });
+  });
+
+  it('mode secret: the MutatingWebhookConfiguration is the one the webhook code defines, with the given CA', async () => {
+    const objects = await renderChart(SEED_CHART, { webhook: { tls: { mode: 'secret', secretName: 'from-cert-manager', caBundle: TEST_CA } } });
     const rendered = find(objects, 'MutatingWebhookConfiguration') as unknown as { webhooks: { clientConfig: { caBundle: string }; matchConditions: { name: string; expression: string }[] }[] };
     const ca = Buffer.from(rendered.webhooks[0]?.clientConfig.caBundle ?? '', 'base64').toString();
-    expect(ca).toContain('BEGIN CERTIFICATE');
+    expect(ca).toBe(TEST_CA);
     const expected = mutatingWebhookConfiguration({
       target: { service: { name: 'gardener-acl', namespace: 'garden', port: 443 } },
       caBundlePem: ca,
@@ -163,13 +184,51 @@ describe('seed chart rendering', () => {
       { name: 'not-a-combined-filter-written-by-the-controller', expression: `!object.metadata.name.startsWith('acl-connect-') || request.userInfo.username != "system:serviceaccount:garden:gardener-acl"` },
     ]);
     expect(webhook).toEqual(expected.webhooks[0]);
-    expect(objects.filter((o) => o.kind === 'Secret')).toHaveLength(1);
+    expect(objects.filter((o) => o.kind === 'Secret')).toHaveLength(0);
+  });
+});
+
+describe('no certificate is made at render time (issue 11 point 4)', () => {
+  // gardenlet re-renders the seed chart often and gardener-operator renders the admission chart
+  // twice; any render-time CA would differ between renders.
+  const runtimeInjected = { gardener: { runtimeCluster: { priorityClassName: 'gardener-garden-system-400' }, virtualCluster: { enabled: true, namespace: 'extension-admission-acl' } } };
+  const virtualInjected = { gardener: { virtualCluster: { enabled: true, serviceAccount: { name: 'extension-admission-acl', namespace: 'kube-system' } } } };
+  it.each([
+    ['seed chart', SEED_CHART, {}],
+    ['admission chart', ADMISSION_CHART, {}],
+    ['admission chart, operator runtime render', ADMISSION_CHART, runtimeInjected],
+    ['admission chart, operator virtual-garden render', ADMISSION_CHART, virtualInjected],
+  ])('%s: two renders are byte-identical and carry no certificate or key', async (_name, chart, values) => {
+    const render = async () => (await helm(['template', 'gardener-acl', chart, '--namespace', 'garden', ...Object.keys(values).length > 0 ? ['--set-json', `gardener=${JSON.stringify((values as { gardener: unknown }).gardener)}`] : []])).stdout;
+    const [first, second] = [await render(), await render()];
+    expect(first.length).toBeGreaterThan(1000);
+    expect(second).toBe(first);
+    expect(first).not.toMatch(/BEGIN (CERTIFICATE|PRIVATE KEY|EC PRIVATE KEY)|caBundle:/);
   });
 });
 
 describe('admission chart rendering', () => {
-  it('defaults: the ValidatingWebhookConfiguration of the webhook code; no token, no RBAC', async () => {
+  it('defaults (mode managed): the server keeps its certificates and registers itself, with exactly that RBAC', async () => {
     const objects = await renderChart(ADMISSION_CHART);
+    expect(objects.filter((o) => o.kind === 'Secret' || o.kind === 'ValidatingWebhookConfiguration')).toEqual([]);
+    expect(find(objects, 'ServiceAccount').automountServiceAccountToken).toBe(true);
+    expect(find(objects, 'Role', 'gardener-acl-admission').rules).toEqual([
+      { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+      { apiGroups: [''], resources: ['secrets'], resourceNames: ['gardener-acl-admission-ca', 'gardener-acl-admission-tls'], verbs: ['get', 'patch'] },
+    ]);
+    expect(find(objects, 'ClusterRole', 'gardener-acl-admission').rules).toEqual([
+      { apiGroups: ['admissionregistration.k8s.io'], resources: ['validatingwebhookconfigurations'], verbs: ['create'] },
+      { apiGroups: ['admissionregistration.k8s.io'], resources: ['validatingwebhookconfigurations'], resourceNames: ['gardener-acl'], verbs: ['get', 'patch'] },
+      { apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles'], resourceNames: ['gardener-acl-admission'], verbs: ['get'] },
+    ]);
+    expect(podSpec(objects).template.spec.containers[0]?.args.slice(7)).toEqual([
+      '--certificates-namespace=garden', '--certificates-name=gardener-acl-admission', '--service=gardener-acl-admission.garden:443',
+      '--webhook-config-owner=gardener-acl-admission', '--timeout-seconds=10', '--ca-validity=30d', '--cert-validity=30d',
+    ]);
+  });
+
+  it('mode secret: the ValidatingWebhookConfiguration of the webhook code; no token, no RBAC', async () => {
+    const objects = await renderChart(ADMISSION_CHART, { webhook: { tls: { mode: 'secret', secretName: 'from-cert-manager', caBundle: TEST_CA } } });
     expect(objects.some((o) => o.kind.endsWith('Role') || o.kind.endsWith('RoleBinding'))).toBe(false);
     expect(find(objects, 'ServiceAccount').automountServiceAccountToken).toBe(false);
     const rendered = find(objects, 'ValidatingWebhookConfiguration') as unknown as { webhooks: { clientConfig: { caBundle: string } }[] };
@@ -204,23 +263,40 @@ describe('admission chart with the reference extension’s admission values', ()
 });
 
 describe('admission chart as gardener-operator renders it (values of `registration --operator` plus what the operator injects)', () => {
-  const ca = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
-  const extension = operatorExtension({
-    name: 'acl', policy: 'OnDemand', values: {}, chartRef: 'ghcr.io/o/c:1', admissionChartRef: 'ghcr.io/o/a:1',
-    admissionNamespace: 'garden', admissionCaBundle: ca, admissionTlsSecretName: 'gardener-acl-admission-tls',
-  }) as { spec: { deployment: { admission: { values: Record<string, unknown> } } } };
-  const values = extension.spec.deployment.admission.values;
+  const ca = TEST_CA;
+  const operatorValues = (admissionTls?: { caBundle: string; secretName: string }) =>
+    (operatorExtension({
+      name: 'acl', policy: 'OnDemand', values: {}, chartRef: 'ghcr.io/o/c:1', admissionChartRef: 'ghcr.io/o/a:1',
+      admissionNamespace: 'garden', ...(admissionTls ? { admissionTls } : {}),
+    }) as { spec: { deployment: { admission: { values: Record<string, unknown> } } } }).spec.deployment.admission.values;
+  const values = operatorValues({ caBundle: ca, secretName: 'gardener-acl-admission-tls' });
+  const managed = operatorValues();
   // pkg/operator/controller/extension/extension/admission/admission.go of gardener/gardener.
   const runtimeInjected = { gardener: { runtimeCluster: { priorityClassName: 'gardener-garden-system-400' }, virtualCluster: { enabled: true, namespace: 'extension-admission-acl' } } };
   const virtualInjected = { gardener: { virtualCluster: { enabled: true, serviceAccount: { name: 'extension-admission-acl', namespace: 'kube-system' } } } };
 
-  it('runtime-cluster render: the server with the operator’s priority class, no registration, no Secret of its own', async () => {
+  it('mode managed, runtime-cluster render: the server registers itself by URL in the virtual garden (GARDEN_KUBECONFIG); it may keep its two Secrets', async () => {
+    const objects = await renderChart(ADMISSION_CHART, { ...managed, ...runtimeInjected });
+    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual([
+      'ConfigMap/gardener-acl-admission-config', 'Deployment/gardener-acl-admission', 'PodDisruptionBudget/gardener-acl-admission', 'Role/gardener-acl-admission',
+      'RoleBinding/gardener-acl-admission', 'Service/gardener-acl-admission', 'ServiceAccount/gardener-acl-admission',
+    ]);
+    expect(podSpec(objects).template.spec.containers[0]?.args).toContain('--register-url=https://gardener-acl-admission.garden.svc');
+  });
+
+  it('mode managed, virtual-garden render: no registration, only the rights of the ServiceAccount gardener-operator gives the server there', async () => {
+    const objects = await renderChart(ADMISSION_CHART, { ...managed, ...virtualInjected }, 'extension-admission-acl');
+    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual(['ClusterRole/gardener-acl-admission', 'ClusterRoleBinding/gardener-acl-admission']);
+    expect(find(objects, 'ClusterRoleBinding').subjects).toEqual([{ kind: 'ServiceAccount', name: 'extension-admission-acl', namespace: 'kube-system' }]);
+  });
+
+  it('mode secret, runtime-cluster render: the server with the operator’s priority class, no registration, no Secret of its own', async () => {
     const objects = await renderChart(ADMISSION_CHART, { ...values, ...runtimeInjected });
     expect(objects.map((o) => o.kind).sort()).toEqual(['ConfigMap', 'Deployment', 'PodDisruptionBudget', 'Service', 'ServiceAccount']);
     expect((podSpec(objects).template.spec as unknown as { priorityClassName: string }).priorityClassName).toBe('gardener-garden-system-400');
   });
 
-  it('virtual-garden render: only the registration, by URL to the runtime Service, trusting the same CA', async () => {
+  it('mode secret, virtual-garden render: only the registration, by URL to the runtime Service, trusting the same CA', async () => {
     const objects = await renderChart(ADMISSION_CHART, { ...values, ...virtualInjected }, 'extension-admission-acl');
     expect(objects.map((o) => o.kind)).toEqual(['ValidatingWebhookConfiguration']);
     expect((find(objects, 'ValidatingWebhookConfiguration') as unknown as { webhooks: { clientConfig: unknown }[] }).webhooks[0]?.clientConfig).toEqual({
@@ -229,10 +305,10 @@ describe('admission chart as gardener-operator renders it (values of `registrati
     });
   });
 
-  it('a self-signed certificate under gardener-operator is refused with the fix', async () => {
-    const result = await helm(['template', 'gardener-acl-admission', ADMISSION_CHART, '--set', 'gardener.virtualCluster.enabled=true']);
+  it('mode managed in a plain install whose registration lives in another cluster is refused with the fix', async () => {
+    const result = await helm(['template', 'gardener-acl-admission', ADMISSION_CHART, '--set', 'webhook.registerWebhook=false']);
     expect(result.code).not.toBe(0);
-    expect(result.stderr).toContain('webhook.tls.mode=selfSigned cannot work when gardener-operator renders this chart');
+    expect(result.stderr).toContain('webhook.tls.mode=managed registers the webhook from the server, in the cluster it runs in: set webhook.registerWebhook=true, or use webhook.tls.mode=secret');
   });
 });
 

@@ -22,6 +22,18 @@ export const CLUSTER_RULES: readonly Rule[] = [
   { apiGroups: [''], resources: ['events'], verbs: ['create'] },
 ];
 
+/** webhook.tls.mode managed (the default): the controller owns the MutatingWebhookConfiguration. */
+export const MANAGED_CERTIFICATE_CLUSTER_RULES: readonly Rule[] = [
+  { apiGroups: ['admissionregistration.k8s.io'], resources: ['mutatingwebhookconfigurations'], verbs: ['create'] },
+  { apiGroups: ['admissionregistration.k8s.io'], resources: ['mutatingwebhookconfigurations'], resourceNames: ['gardener-acl'], verbs: ['get', 'patch'] },
+  { apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles'], resourceNames: ['gardener-acl'], verbs: ['get'] },
+];
+
+/** ... and its two Secrets in the release namespace. */
+export const MANAGED_CERTIFICATE_RULES: readonly Rule[] = [
+  { apiGroups: [''], resources: ['secrets'], resourceNames: ['gardener-acl-webhook-ca', 'gardener-acl-webhook-tls'], verbs: ['get', 'patch'] },
+];
+
 /** The seed webhook's own ServiceAccount: what its two caches list and watch, nothing else. */
 export const WEBHOOK_RULES: readonly Rule[] = [
   { apiGroups: ['extensions.gardener.cloud'], resources: ['extensions'], verbs: ['list', 'watch'] },

@@ -93,6 +93,13 @@ describe('gardener-acl registration', () => {
     });
   });
 
+  it('--operator without --admission-ca-bundle: the admission server keeps its own certificates (mode managed)', async () => {
+    const result = await registration(['--operator', '--chart-ref', 'ghcr.io/org/charts/gardener-acl:0.1.0', '--admission-chart-ref', 'ghcr.io/org/charts/gardener-acl-admission:0.1.0']);
+    expect(result.code, result.stderr).toBe(0);
+    const [ext] = parseAllDocuments(result.stdout).map((d) => d.toJS() as { spec: { deployment: { admission: { values: unknown } } } });
+    expect(ext?.spec.deployment.admission.values).toEqual({ webhook: { registration: { url: 'https://gardener-acl-admission.garden.svc' }, tls: { mode: 'managed' } } });
+  });
+
   it.each([
     [['--policy', 'Sometimes'], '--policy: must be OnDemand, Always or AlwaysExceptNoShoots'],
     [['--name', 'ACL'], '--name: must be a lower-case DNS label'],

@@ -24,7 +24,7 @@ describe('gardener-acl controller input errors', () => {
   it.each([
     [['--workers', '0'], '--workers: must be a whole number from 1 to 100'],
     [['--workers', 'many'], '--workers: must be a number'],
-    [['--resync-period', '5x'], '--resync-period: "5x" is not a duration; write e.g. 500ms, 30s, 10m or 1h'],
+    [['--resync-period', '5x'], '--resync-period: "5x" is not a duration; write e.g. 500ms, 30s, 10m, 1h or 30d'],
     [['--leader-elect', 'maybe'], '--leader-elect: must be true or false'],
     [['--lease-duration', '1s', '--renew-deadline', '2s'], '--lease-duration must exceed --renew-deadline'],
     [['--frobnicate'], "Unknown option '--frobnicate'"],

@@ -66,3 +66,18 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "gardener-acl-admission.replicas" -}}
 {{- if hasKey .Values "replicaCount" -}}{{ .Values.replicaCount }}{{- else -}}{{ .Values.replicas }}{{- end -}}
 {{- end -}}
+
+{{- /* webhook.tls.mode managed: the server process keeps the certificates and the registration. */ -}}
+{{- define "gardener-acl-admission.managed" -}}
+{{- if eq .Values.webhook.tls.mode "managed" -}}true{{- end -}}
+{{- end -}}
+
+{{- /* Where the API server that stores Shoots calls the server, for a managed registration:
+       the URL (operator renders, or registration.mode url), else empty (the Service). */ -}}
+{{- define "gardener-acl-admission.managedRegistrationURL" -}}
+{{- if include "gardener-acl-admission.operatorRender" . -}}
+{{ .Values.webhook.registration.url | default "https://gardener-acl-admission.garden.svc" }}
+{{- else if eq .Values.webhook.registration.mode "url" -}}
+{{ .Values.webhook.registration.url }}
+{{- end -}}
+{{- end -}}

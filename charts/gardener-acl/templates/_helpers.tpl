@@ -32,18 +32,11 @@ system:serviceaccount:{{ .Release.Namespace }}:{{ include "gardener-acl.name" . 
 {{- if eq .Values.webhook.tls.mode "secret" -}}{{ .Values.webhook.tls.secretName }}{{- else -}}gardener-acl-webhook-tls{{- end -}}
 {{- end -}}
 
-{{/* Serving certificate + CA for the webhook, computed once per render and shared by the
-     Secret and the MutatingWebhookConfiguration. */}}
+{{/* Certificate material given in the values (modes secret and inline); mode managed has none:
+     the controller keeps it in Secrets at run time. */}}
 {{- define "gardener-acl.webhookCerts" -}}
 {{- $tls := .Values.webhook.tls -}}
-{{- if eq $tls.mode "selfSigned" -}}
-{{- $svc := printf "%s.%s.svc" (include "gardener-acl.name" .) .Release.Namespace -}}
-{{- $ca := genCA "gardener-acl-webhook-ca" 3650 -}}
-{{- $cert := genSignedCert $svc nil (list $svc (printf "%s.cluster.local" $svc)) 3650 $ca -}}
-{{- dict "crt" $cert.Cert "key" $cert.Key "caBundle" $ca.Cert | toJson -}}
-{{- else -}}
 {{- dict "crt" $tls.crt "key" $tls.key "caBundle" $tls.caBundle | toJson -}}
-{{- end -}}
 {{- end -}}
 
 {{/* Values of the reference extension's chart (stackitcloud/gardener-extension-acl), accepted so
@@ -114,4 +107,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 networking.resources.gardener.cloud/from-all-seed-scrape-targets-allowed-ports: '[{"protocol":"TCP","port":{{ .port }}}]'
 networking.resources.gardener.cloud/namespace-selectors: '[{"matchLabels":{"kubernetes.io/metadata.name":"garden"}}]'
 networking.resources.gardener.cloud/pod-label-selector-namespace-alias: extensions
+{{- end -}}
+
+{{/* The controller keeps the seed webhook's certificates and registration (webhook.tls.mode managed). */}}
+{{- define "gardener-acl.managedWebhookCertificates" -}}
+{{- if and .Values.webhook.enabled (eq .Values.webhook.tls.mode "managed") -}}true{{- end -}}
 {{- end -}}

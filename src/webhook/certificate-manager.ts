@@ -1,0 +1,242 @@
+// Webhook certificates managed in-process, the way Gardener's extensions library does it: a CA
+// and a serving certificate persisted in Secrets, renewed before they expire, and the caBundle of
+// our own webhook configurations kept current. Every pass decides from what is stored (never from
+// a memory of its own writes), and every write carries the resourceVersion it was decided on, so
+// several replicas may run it at once: one wins, the others re-read.
+//
+// Order within a pass, so that the API server trusts every certificate a server may present:
+// 1. the CA Secret (a rotated CA keeps the previous one in the bundle for a grace period),
+// 2. the webhook configurations' caBundle,
+// 3. only then the serving certificate signed by the current CA.
+import type { Logger } from 'pino';
+import { describeError } from '../kube/errors.js';
+import { createObject, getObject, mergePatch, type KubeTarget, type ObjectRef } from '../kube/objects-client.js';
+import {
+  authorityData,
+  caBundle,
+  containsDesired,
+  decideAuthority,
+  parseAuthority,
+  parseServing,
+  previousTrustEndsAt,
+  renewalDueAt,
+  servingReissueReason,
+  trustedBy,
+  validityFrom,
+  type StoredAuthority,
+} from './certificate-plan.js';
+import { issueCertificateAuthority, issueServingCertificate, type KeyPair } from './serving-certs.js';
+
+const DAY_MS = 24 * 3_600_000;
+/** Gardener's values: a 30-day CA; the previous CA stays trusted for 24 h after a rotation. */
+export const DEFAULT_CA_VALIDITY_MS = 30 * DAY_MS;
+export const DEFAULT_SERVING_VALIDITY_MS = 30 * DAY_MS;
+export const DEFAULT_PREVIOUS_CA_GRACE_MS = DAY_MS;
+export const DEFAULT_SYNC_PERIOD_MS = 5 * 60_000;
+const RETRY_MS = 5_000;
+const DEFAULT_BUNDLE_SETTLE_MS = 10_000;
+const LABELS = { 'app.kubernetes.io/managed-by': 'gardener-acl', 'acl.gardener.cloud/role': 'webhook-certificates' };
+
+export interface ManagedWebhookConfiguration {
+  /** The API server that calls the webhook (the seed, or the virtual garden for Shoots). */
+  readonly target: KubeTarget;
+  /** The whole configuration for a caBundle (see webhook-configuration.ts). */
+  readonly build: (caBundlePem: string) => Record<string, unknown>;
+  /**
+   * A cluster-scoped object of the installation (e.g. its ClusterRole) that owns the
+   * configuration: when the installation is removed, the garbage collector removes the
+   * configuration too, so no fail-closed webhook is left behind without a server.
+   */
+  readonly owner?: { readonly apiVersion: string; readonly kind: string; readonly name: string };
+}
+
+export interface CertificateManagerOptions {
+  /** Where the Secrets are stored. */
+  readonly target: KubeTarget;
+  readonly namespace: string;
+  readonly caSecretName: string;
+  readonly servingSecretName: string;
+  readonly dnsNames: readonly string[];
+  readonly ips: readonly string[];
+  readonly configurations: readonly ManagedWebhookConfiguration[];
+  readonly logger: Logger;
+  readonly caValidityMs?: number;
+  readonly servingValidityMs?: number;
+  readonly previousCaGraceMs?: number;
+  readonly syncPeriodMs?: number;
+  /** How long a newly written caBundle is given to take effect before a certificate relies on it (default 10 s). */
+  readonly bundleSettleMs?: number;
+  /** The stored serving pair after each pass (e.g. written to the server's --cert-dir). */
+  readonly onServing?: (pair: KeyPair) => Promise<void> | void;
+  readonly now?: () => number;
+}
+
+export interface SyncResult {
+  /** The earliest time a stored certificate or trust period is due. */
+  readonly nextDueMs: number;
+  readonly writes: number;
+}
+
+const secretRef = (namespace: string, name: string): ObjectRef => ({ apiVersion: 'v1', kind: 'Secret', name, namespace });
+
+export class WebhookCertificateManager {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = false;
+  private readonly now: () => number;
+
+  constructor(private readonly options: CertificateManagerOptions) {
+    this.now = options.now ?? Date.now;
+  }
+
+  /** Runs a pass now and then whenever one is due (at the latest every sync period); failed passes retry after 5 s. */
+  start(): Promise<void> {
+    this.stopped = false;
+    return this.runOnce();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+
+  private runOnce(): Promise<void> {
+    this.running = (async () => {
+      let delay: number;
+      try {
+        const result = await this.sync();
+        delay = Math.max(1_000, Math.min(this.options.syncPeriodMs ?? DEFAULT_SYNC_PERIOD_MS, result.nextDueMs - this.now()));
+      } catch (error) {
+        this.options.logger.warn({ err: describeError(error), secret: `${this.options.namespace}/${this.options.caSecretName}` }, 'webhook certificates: pass failed; retrying');
+        delay = RETRY_MS;
+      }
+      if (this.stopped) return;
+      this.timer = setTimeout(() => void this.runOnce(), delay);
+      this.timer.unref();
+    })();
+    return this.running;
+  }
+
+  /** One pass over what is stored. Throws on API errors (a 409 means another replica wrote first). */
+  async sync(): Promise<SyncResult> {
+    let writes = 0;
+    const authority = await this.ensureAuthority(() => writes++);
+    const bundle = caBundle(authority, this.now());
+    let bundleWritten = false;
+    for (const configuration of this.options.configurations) {
+      if (await this.ensureConfiguration(configuration, bundle)) {
+        writes++;
+        bundleWritten = true;
+      }
+    }
+    // A bundle just written may not be in effect in the API server yet; a serving certificate that
+    // is still trusted waits for the next pass rather than risk one call failing the handshake.
+    const settleUntil = bundleWritten ? this.now() + (this.options.bundleSettleMs ?? DEFAULT_BUNDLE_SETTLE_MS) : undefined;
+    const serving = await this.ensureServing(authority.current, () => writes++, settleUntil === undefined ? undefined : bundle);
+    await this.options.onServing?.(serving);
+    const dues = [renewalDueAt(authority.current.cert), renewalDueAt(serving.cert), ...(authority.previous ? [previousTrustEndsAt(authority.previous)] : [])];
+    return { nextDueMs: Math.min(...dues, settleUntil ?? Infinity), writes };
+  }
+
+  private async ensureAuthority(wrote: () => void): Promise<StoredAuthority> {
+    const { target, namespace, caSecretName, logger } = this.options;
+    const ref = secretRef(namespace, caSecretName);
+    const stored = await getObject(target, ref);
+    const current = parseAuthority(stored?.['data']);
+    const now = this.now();
+    const decision = decideAuthority(current, now);
+    if (decision.action === 'keep' && current) {
+      // A bundle written by an older pass (or edited by hand) is brought back in line.
+      const data = authorityData(current, now);
+      if (!containsDesired(stored?.['data'], data)) {
+        await this.writeSecret(ref, stored, 'Opaque', data);
+        wrote();
+      }
+      return current;
+    }
+    let next: StoredAuthority;
+    if (decision.action === 'drop-previous' && current) {
+      next = { current: current.current };
+    } else {
+      const issued = await issueCertificateAuthority(caSecretName, validityFrom(now, this.options.caValidityMs ?? DEFAULT_CA_VALIDITY_MS));
+      next =
+        decision.action === 'rotate' && current
+          ? { current: issued, previous: { cert: current.current.cert, untilMs: now + (this.options.previousCaGraceMs ?? DEFAULT_PREVIOUS_CA_GRACE_MS) } }
+          : { current: issued };
+      logger.info({ secret: `${namespace}/${caSecretName}`, reason: 'reason' in decision ? decision.reason : undefined }, decision.action === 'rotate' ? 'webhook CA rotated; the previous CA stays in the caBundle for the grace period' : 'webhook CA created');
+    }
+    await this.writeSecret(ref, stored, 'Opaque', authorityData(next, now));
+    wrote();
+    return next;
+  }
+
+  private async ensureServing(ca: KeyPair, wrote: () => void, settlingBundle: string | undefined): Promise<KeyPair> {
+    const { target, namespace, servingSecretName, dnsNames, ips, logger } = this.options;
+    const ref = secretRef(namespace, servingSecretName);
+    const stored = await getObject(target, ref);
+    const current = parseServing(stored?.['data']);
+    const now = this.now();
+    const reason = servingReissueReason(current, ca, dnsNames, ips, now);
+    if (current && reason === undefined) return current;
+    if (current && settlingBundle !== undefined && trustedBy(current.cert, settlingBundle, now)) return current;
+    const issued = await issueServingCertificate(ca, dnsNames, ips, validityFrom(now, this.options.servingValidityMs ?? DEFAULT_SERVING_VALIDITY_MS));
+    const data = { 'tls.crt': Buffer.from(issued.cert).toString('base64'), 'tls.key': Buffer.from(issued.key).toString('base64') };
+    await this.writeSecret(ref, stored, 'kubernetes.io/tls', data);
+    wrote();
+    logger.info({ secret: `${namespace}/${servingSecretName}`, reason }, 'webhook serving certificate issued');
+    return issued;
+  }
+
+  /** Creates the Secret, or replaces its data if it is still the version the decision was made on. */
+  private async writeSecret(ref: ObjectRef, stored: Record<string, unknown> | undefined, type: string, data: Record<string, string>): Promise<void> {
+    if (!stored) {
+      await createObject(this.options.target, { apiVersion: 'v1', kind: 'Secret', metadata: { name: ref.name, namespace: ref.namespace, labels: LABELS }, type, data });
+      return;
+    }
+    const meta = stored['metadata'] as { resourceVersion?: string } | undefined;
+    const storedData = (stored['data'] ?? {}) as Record<string, unknown>;
+    // Keys that are no longer wanted are removed (null in a merge patch).
+    const removed = Object.fromEntries(Object.keys(storedData).filter((k) => !(k in data)).map((k) => [k, null]));
+    if (stored['type'] !== type) {
+      // The type is immutable: a Secret of another type cannot serve; replace it.
+      throw new Error(`Secret ${ref.namespace}/${ref.name} has type ${String(stored['type'])}, not ${type}; delete it so that it can be recreated`);
+    }
+    await mergePatch(this.options.target, ref, { metadata: { resourceVersion: meta?.resourceVersion, labels: LABELS }, data: { ...removed, ...data } });
+  }
+
+  /** Creates or overwrites the configuration's webhooks (with the bundle); true when it wrote. */
+  private async ensureConfiguration(configuration: ManagedWebhookConfiguration, bundle: string): Promise<boolean> {
+    const desired = configuration.build(bundle);
+    const meta = desired['metadata'] as { name: string };
+    const ref: ObjectRef = { apiVersion: String(desired['apiVersion']), kind: String(desired['kind']), name: meta.name };
+    const ownerReferences = await this.ownerReferences(configuration);
+    const stored = await getObject(configuration.target, ref);
+    if (!stored) {
+      await createObject(configuration.target, { ...desired, metadata: { ...meta, labels: LABELS, ...(ownerReferences ? { ownerReferences } : {}) } } as never);
+      this.options.logger.info({ configuration: `${ref.kind}/${ref.name}` }, 'webhook configuration created');
+      return true;
+    }
+    const storedMeta = stored['metadata'] as { resourceVersion?: string; ownerReferences?: unknown };
+    const ownersCurrent = !ownerReferences || containsDesired(storedMeta.ownerReferences, ownerReferences);
+    if (ownersCurrent && containsDesired(stored['webhooks'], desired['webhooks'])) return false;
+    await mergePatch(configuration.target, ref, {
+      metadata: { resourceVersion: storedMeta.resourceVersion, ...(ownerReferences ? { ownerReferences } : {}) },
+      webhooks: desired['webhooks'],
+    });
+    this.options.logger.info({ configuration: `${ref.kind}/${ref.name}` }, 'webhook configuration updated (webhooks or caBundle)');
+    return true;
+  }
+
+  private async ownerReferences(configuration: ManagedWebhookConfiguration): Promise<Record<string, unknown>[] | undefined> {
+    const owner = configuration.owner;
+    if (!owner) return undefined;
+    const stored = await getObject(configuration.target, owner);
+    const uid = (stored?.['metadata'] as { uid?: string } | undefined)?.uid;
+    if (!uid) {
+      this.options.logger.warn({ owner: `${owner.kind}/${owner.name}` }, 'webhook configuration owner not found; the configuration is written without an owner');
+      return undefined;
+    }
+    return [{ apiVersion: owner.apiVersion, kind: owner.kind, name: owner.name, uid }];
+  }
+}
+

@@ -1,0 +1,215 @@
+// Issue 11 point 4 and the rollout acceptance, on the real kube-apiserver calling the seed webhook
+// over TLS under a steady write load: the chart's default (webhook.tls.mode managed) with the
+// controller keeping the certificates, re-rendering and re-applying the chart, a controller
+// restart, a second webhook replica, a rolling restart of the webhook and a CA rotation. Every
+// write must be admitted, and every admitted legacy filter must carry the shoot's RBAC filter
+// (proof that the webhook, not a bypass, answered).
+//
+// Processes run with the chart's args and a token of their own ServiceAccount. Changed for this
+// machine, and only this: the API server cannot resolve a Service, so the controller is told
+// --webhook-url=https://127.0.0.1:<stand-in port> instead of --webhook-service (the certificate then
+// names 127.0.0.1); lifetimes are 60 s instead of 30 d so a rotation happens within the test; and
+// test/support/service-stand-in.ts plays kube-proxy/endpoints and the kubelet's Secret volume.
+import { X509Certificate } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createObject, deleteObject, getObject, mergePatch, serverSideApply, type ObjectRef, type ObjectToWrite } from '../../src/kube/objects-client.js';
+import { DEFAULT_GW, allowRule, createSeed, technicalID, type ShootFixture } from '../actuator/seed-fixture.js';
+import { gardenerLegacyProxyEnvoyFilter } from '../envoy/gardener-shapes.js';
+import { getFreePort, installCRDs, type ControlPlane } from '../kube/control-plane.js';
+import { eventually, sleep, startWithCRDs } from '../kube/kube-test-helpers.js';
+import { gardenerVpaCrdFile } from '../support/gardener-resource-manager.js';
+import { SecretVolumeStandIn, ServiceStandIn } from '../support/service-stand-in.js';
+import { CONFIG_MOUNT, serviceAccountKubeconfig, startChartContainer, writeChartConfig, type RunningContainer } from './chart-processes.js';
+import { SEED_CHART, helm, renderChart, type KubeObject } from './helm.js';
+import { bundleOf, presented, secretValue, stopProcess } from './rollout-helpers.js';
+
+const NAMESPACE = 'garden';
+const A: ShootFixture = { project: 'p', name: 'a', providerConfig: allowRule('203.0.113.0/24') };
+const B: ShootFixture = { project: 'p', name: 'b', providerConfig: allowRule('198.51.100.0/24') };
+const caRef: ObjectRef = { apiVersion: 'v1', kind: 'Secret', name: 'gardener-acl-webhook-ca', namespace: NAMESPACE };
+const tlsRef: ObjectRef = { apiVersion: 'v1', kind: 'Secret', name: 'gardener-acl-webhook-tls', namespace: NAMESPACE };
+const mwcRef: ObjectRef = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingWebhookConfiguration', name: 'gardener-acl' };
+const LIFETIME = '60s';
+
+const rv = (o: Record<string, unknown> | undefined) => (o?.['metadata'] as { resourceVersion?: string } | undefined)?.resourceVersion;
+interface Replica {
+  readonly name: string;
+  readonly port: number;
+  readonly process: RunningContainer;
+  readonly volume: SecretVolumeStandIn;
+}
+
+describe('seed webhook certificates and rollout under a steady write load (real kube-apiserver, chart defaults)', () => {
+  let cp: ControlPlane;
+  let dir: string;
+  let objects: KubeObject[];
+  let configFile: string;
+  let controllerKubeconfig: string;
+  let webhookKubeconfig: string;
+  const service = new ServiceStandIn();
+  let controller: RunningContainer | undefined;
+  const replicas: Replica[] = [];
+  const output = () => [controller?.output() ?? '', ...replicas.map((r) => r.process.output())].join('\n').slice(-4000);
+
+  const startController = async () => {
+    controller = await startChartContainer(objects, 'controller', controllerKubeconfig, (arg) =>
+      arg
+        .replace(`${CONFIG_MOUNT}/config.yaml`, configFile)
+        .replace(/^--webhook-service=.*$/, `--webhook-url=https://127.0.0.1:${service.port}`)
+        .replace(/^--webhook-(ca|cert)-validity=.*$/, `--webhook-$1-validity=${LIFETIME}`),
+    );
+  };
+  let replicaCount = 0;
+  const startReplica = async (): Promise<Replica> => {
+    const name = `webhook-${replicaCount++}`;
+    const port = await getFreePort();
+    const volume = new SecretVolumeStandIn(cp.kubeConfig, { namespace: NAMESPACE, name: tlsRef.name }, path.join(dir, name));
+    await volume.start();
+    const process = await startChartContainer(objects, 'webhook', webhookKubeconfig, (arg) =>
+      arg.replace(`${CONFIG_MOUNT}/config.yaml`, configFile).replace('/etc/gardener-acl/webhook-tls', volume.dir).replace(/^--port=\d+$/, `--port=${port}`),
+    );
+    const replica = { name, port, process, volume };
+    replicas.push(replica);
+    service.add(name, port, process.probePort);
+    await eventually(`${name} ready behind the Service`, () => service.ready(name), 60_000).catch((error: Error) => {
+      throw new Error(`${error.message}\n${output()}`);
+    });
+    return replica;
+  };
+  const stopReplica = async (replica: Replica) => {
+    await stopProcess(replica.process); // drains: unready at once, serves --shutdown-delay longer
+    service.remove(replica.name);
+    replica.volume.stop();
+    replicas.splice(replicas.indexOf(replica), 1);
+  };
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'acl-webhook-rollout-'));
+    cp = await startWithCRDs([NAMESPACE]);
+    await installCRDs(cp.kubeConfig, [gardenerVpaCrdFile()]);
+    objects = await renderChart(SEED_CHART, { controller: { combinedMinInterval: '0s' } }, NAMESPACE);
+    for (const obj of objects) await createObject(cp.kubeConfig, obj as unknown as ObjectToWrite);
+    configFile = await writeChartConfig(objects, dir);
+    controllerKubeconfig = await serviceAccountKubeconfig(cp, NAMESPACE, dir, 'gardener-acl');
+    webhookKubeconfig = await serviceAccountKubeconfig(cp, NAMESPACE, dir, 'gardener-acl-webhook');
+    await createSeed(cp.kubeConfig, [DEFAULT_GW], [A, B]);
+    await service.start();
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const r of replicas) {
+      r.process.child.kill('SIGKILL');
+      r.volume.stop();
+    }
+    controller?.child.kill('SIGKILL');
+    await service.stop();
+    await cp?.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('re-render, controller restart, a second replica, a rolling restart and a CA rotation: zero failed admission calls', async () => {
+    await startController();
+    await eventually('the controller stored the certificates and the configuration', async () => (await getObject(cp.kubeConfig, tlsRef)) !== undefined && (await getObject(cp.kubeConfig, mwcRef)) !== undefined, 60_000).catch((error: Error) => {
+      throw new Error(`${error.message}\n${output()}`);
+    });
+    const firstCa = await getObject(cp.kubeConfig, caRef);
+    const firstCaCert = secretValue(firstCa, 'ca.crt');
+    const first = await startReplica();
+
+    // Steady load: Gardener's legacy filter of shoot a created (the webhook must add the RBAC
+    // filter) and deleted again, and shoot b's updated, back to back, by two writers.
+    const failures: string[] = [];
+    let admitted = 0;
+    let stop = false;
+    const legacyA = gardenerLegacyProxyEnvoyFilter({ technicalID: technicalID(A), apiserverIP: '240.0.0.10' }) as unknown as ObjectToWrite;
+    const legacyB = gardenerLegacyProxyEnvoyFilter({ technicalID: technicalID(B), apiserverIP: '240.0.0.11' }) as unknown as ObjectToWrite;
+    const refA: ObjectRef = { apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name: technicalID(A), namespace: DEFAULT_GW.namespace };
+    const refB: ObjectRef = { ...refA, name: technicalID(B) };
+    // Until the webhook's caches hold shoot a's recorded ACL the filter is admitted without it; wait for that first.
+    await eventually('the webhook adds shoot a’s RBAC filter', async () => {
+      await deleteObject(cp.kubeConfig, refA);
+      const created = await createObject(cp.kubeConfig, legacyA).catch(() => undefined);
+      return JSON.stringify(created ?? {}).includes('203.0.113.0');
+    }, 60_000);
+    await deleteObject(cp.kubeConfig, refA);
+    await createObject(cp.kubeConfig, legacyB);
+    const writerA = (async () => {
+      while (!stop) {
+        try {
+          const created = await createObject(cp.kubeConfig, legacyA);
+          if (!JSON.stringify(created).includes('203.0.113.0')) failures.push('shoot a’s filter was admitted without its RBAC filter');
+          admitted++;
+          await deleteObject(cp.kubeConfig, refA);
+        } catch (error) {
+          failures.push(`create: ${(error as Error).message.slice(0, 300)}`);
+          await deleteObject(cp.kubeConfig, refA).catch(() => undefined);
+        }
+      }
+    })();
+    const writerB = (async () => {
+      for (let i = 0; !stop; i++) {
+        try {
+          const updated = await mergePatch(cp.kubeConfig, refB, { metadata: { annotations: { 'load.test/generation': String(i) } } });
+          if (!JSON.stringify(updated).includes('198.51.100.0')) failures.push('shoot b’s filter was stored without its RBAC filter');
+          admitted++;
+        } catch (error) {
+          failures.push(`update: ${(error as Error).message.slice(0, 300)}`);
+        }
+      }
+    })();
+
+    // A second replica joins.
+    await startReplica();
+    await sleep(2_000);
+
+    // gardenlet re-renders and re-applies the chart: the same bytes, and nothing it applies
+    // touches the certificates or the registration.
+    const stored = async () => Promise.all([caRef, tlsRef, mwcRef].map(async (ref) => rv(await getObject(cp.kubeConfig, ref))));
+    const beforeRerender = await stored();
+    const render = async () => (await helm(['template', 'gardener-acl', SEED_CHART, '--namespace', NAMESPACE, '--set', 'controller.combinedMinInterval=0s'])).stdout;
+    expect(await render()).toBe(await render());
+    for (const obj of await renderChart(SEED_CHART, { controller: { combinedMinInterval: '0s' } }, NAMESPACE)) await serverSideApply(cp.kubeConfig, obj as unknown as ObjectToWrite, 'gardenlet');
+    await sleep(1_000);
+    expect(await stored()).toEqual(beforeRerender);
+
+    // The controller restarts: it converges on what is stored and writes none of it again.
+    if (controller) await stopProcess(controller);
+    await startController();
+    await eventually('the restarted controller leads', () => /became leader/.test(controller?.output() ?? ''), 60_000);
+    await sleep(3_000);
+    expect(await stored()).toEqual(beforeRerender);
+
+    // Rolling restart, one surge replica at a time, as the Deployment does.
+    for (const old of [...replicas]) {
+      await startReplica();
+      await stopReplica(old);
+    }
+    expect(replicas.map((r) => r.name)).not.toContain(first.name);
+
+    // The CA reaches 80 % of its lifetime: both CAs in the bundle, then a serving certificate from
+    // the new one, picked up by every replica; the old CA leaves the bundle when it expires.
+    const bundle = async () => bundleOf(await getObject(cp.kubeConfig, mwcRef));
+    await eventually('the CA rotated (two CAs trusted)', async () => (await bundle()).length === 2, 90_000);
+    const newCaCert = secretValue(await getObject(cp.kubeConfig, caRef), 'ca.crt');
+    expect(newCaCert).not.toBe(firstCaCert);
+    await eventually('every replica presents a certificate from the new CA', async () => {
+      const servingNow = secretValue(await getObject(cp.kubeConfig, tlsRef), 'tls.crt');
+      if (!new X509Certificate(servingNow).verify(new X509Certificate(newCaCert).publicKey)) return false;
+      const shown = await Promise.all(replicas.map((r) => presented(r.port)));
+      return shown.every((pem) => new X509Certificate(pem).fingerprint256 === new X509Certificate(servingNow).fingerprint256);
+    }, 60_000);
+    await eventually('the old CA left the bundle', async () => (await bundle()).length === 1, 60_000);
+    expect((await bundle())[0]?.trim()).toBe(newCaCert.trim());
+    await sleep(2_000);
+
+    stop = true;
+    await Promise.all([writerA, writerB]);
+    expect(failures, output()).toEqual([]);
+    expect(service.refused).toBe(0);
+    expect(admitted).toBeGreaterThan(100);
+    console.log(`webhook rollout: ${admitted} writes admitted, ${failures.length} failed, ${service.refused} connections without a ready backend`);
+  }, 300_000);
+});
