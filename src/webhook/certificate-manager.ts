@@ -9,7 +9,7 @@
 // 2. the webhook configurations' caBundle,
 // 3. only then the serving certificate signed by the current CA.
 import type { Logger } from 'pino';
-import { describeError } from '../kube/errors.js';
+import { describeError, isConflict } from '../kube/errors.js';
 import { createObject, getObject, mergePatch, type KubeTarget, type ObjectRef } from '../kube/objects-client.js';
 import {
   authorityData,
@@ -34,6 +34,7 @@ export const DEFAULT_SERVING_VALIDITY_MS = 30 * DAY_MS;
 export const DEFAULT_PREVIOUS_CA_GRACE_MS = DAY_MS;
 export const DEFAULT_SYNC_PERIOD_MS = 5 * 60_000;
 const RETRY_MS = 5_000;
+const CONFLICT_RETRY_MS = 1_000;
 const DEFAULT_BUNDLE_SETTLE_MS = 10_000;
 const LABELS = { 'app.kubernetes.io/managed-by': 'gardener-acl', 'acl.gardener.cloud/role': 'webhook-certificates' };
 
@@ -89,7 +90,11 @@ export class WebhookCertificateManager {
     this.now = options.now ?? Date.now;
   }
 
-  /** Runs a pass now and then whenever one is due (at the latest every sync period); failed passes retry after 5 s. */
+  /**
+   * Runs a pass now and then whenever one is due (at the latest every sync period); failed passes
+   * retry after 5 s (1 s after a conflict). The timer keeps the process alive: a server still
+   * waiting for its first certificate has nothing else pending.
+   */
   start(): Promise<void> {
     this.stopped = false;
     return this.runOnce();
@@ -107,12 +112,13 @@ export class WebhookCertificateManager {
         const result = await this.sync();
         delay = Math.max(1_000, Math.min(this.options.syncPeriodMs ?? DEFAULT_SYNC_PERIOD_MS, result.nextDueMs - this.now()));
       } catch (error) {
-        this.options.logger.warn({ err: describeError(error), secret: `${this.options.namespace}/${this.options.caSecretName}` }, 'webhook certificates: pass failed; retrying');
-        delay = RETRY_MS;
+        // A conflict means another replica wrote first: read what it stored soon.
+        const conflict = isConflict(error);
+        this.options.logger[conflict ? 'info' : 'warn']({ err: describeError(error), secret: `${this.options.namespace}/${this.options.caSecretName}` }, conflict ? 'webhook certificates: another writer was first; re-reading' : 'webhook certificates: pass failed; retrying');
+        delay = conflict ? CONFLICT_RETRY_MS : RETRY_MS;
       }
       if (this.stopped) return;
       this.timer = setTimeout(() => void this.runOnce(), delay);
-      this.timer.unref();
     })();
     return this.running;
   }
