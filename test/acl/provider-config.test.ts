@@ -44,7 +44,7 @@ describe('providerConfig', () => {
     ]);
     // Unknown fields are ignored with a warning, as the reference extension ignored them; a
     // misspelt required field is still missing.
-    const lenient = parseProviderConfig({ rules: [], rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['1.0.0.0/8'], cidr: 'x' } }, 50, P);
+    const lenient = parseProviderConfig({ rules: [], rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['1.0.0.0/8', '2001:db8::/32'], cidr: 'x' } }, 50, P);
     expect(lenient.ok && lenient.warnings.map((w) => `${w.path}: ${w.message}`)).toEqual([
       `${P}: unknown field(s) "rules" ignored; remove them or check the spelling`,
       `${P}.rule: unknown field(s) "cidr" ignored; remove them or check the spelling`,

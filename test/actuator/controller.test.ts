@@ -176,6 +176,26 @@ describe('extension controller on a real kube-apiserver', () => {
     expect((await getObject(cp.kubeConfig, mrRef(technicalID(B))))?.['metadata']).toEqual(bManagedResource?.['metadata']);
   });
 
+  it('an ALLOW that opens the control plane to all of IPv4 is applied, and the owner is told by an Event with the webhook’s text (issue 14 point 3)', async () => {
+    await settled('before the open rule');
+    await mergePatch(cp.kubeConfig, extRef(technicalID(A)), {
+      metadata: { annotations: { 'gardener.cloud/operation': 'reconcile' } },
+      spec: { providerConfig: allowRule('0.0.0.0/0', '2001:db8::/32') },
+    });
+    await succeeded(A);
+    const events = await eventually('ACLWarning Event', async () => {
+      const list = (await listAll(cp.kubeConfig, `/api/v1/namespaces/${technicalID(A)}/events`)).items as { reason: string; message: string }[];
+      const found = list.filter((ev) => ev.reason === 'ACLWarning' && ev.message.includes('0.0.0.0/0'));
+      return found.length > 0 && found;
+    }, 30_000);
+    expect(events[0]?.message).toBe('warning: Extension shoot--p--a/acl: spec.providerConfig.rule.cidrs: 0.0.0.0/0 admits every IPv4 client: the control plane is open to the whole IPv4 internet on every path; list only the ranges that need access');
+    await mergePatch(cp.kubeConfig, extRef(technicalID(A)), {
+      metadata: { annotations: { 'gardener.cloud/operation': 'reconcile' } },
+      spec: { providerConfig: allowRule('203.0.113.0/24') },
+    });
+    await succeeded(A);
+  });
+
   it('an invalid providerConfig sets lastError and keeps the previous protection', async () => {
     await settled('before invalid change');
     const mrBefore = await getObject(cp.kubeConfig, mrRef(technicalID(A)));

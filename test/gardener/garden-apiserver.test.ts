@@ -144,9 +144,22 @@ describe('the Shoot webhook behind the real gardener-apiserver', () => {
   });
 
   it('a valid rule is stored; a field the reference extension ignored is stored with a warning the client sees', async () => {
-    expect(await createShoot(kc, shoot('good', { rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['203.0.113.0/24'] } }))).toMatchObject({ status: 201, warnings: [] });
-    const lenient = await createShoot(kc, shoot('lenient', { rule: { action: 'allow', type: 'remote_ip', cidrs: ['203.0.113.0/24'] }, comment: 'office' }));
+    expect(await createShoot(kc, shoot('good', { rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['203.0.113.0/24', '2001:db8::/32'] } }))).toMatchObject({ status: 201, warnings: [] });
+    const lenient = await createShoot(kc, shoot('lenient', { rule: { action: 'allow', type: 'remote_ip', cidrs: ['203.0.113.0/24', '2001:db8::/32'] }, comment: 'office' }));
     expect(lenient.status).toBe(201);
     expect(lenient.warnings).toEqual(['spec.extensions[0].providerConfig: unknown field(s) "comment" ignored; remove them or check the spelling']);
+  });
+
+  it('an ALLOW that opens a whole family, or names one family only, is stored with warnings the client sees (issue 14 point 3)', async () => {
+    const open = await createShoot(kc, shoot('open', { rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['0.0.0.0/0'] } }));
+    expect(open.status).toBe(201);
+    expect(open.warnings).toEqual([
+      'spec.extensions[0].providerConfig.rule.cidrs: 0.0.0.0/0 admits every IPv4 client: the control plane is open to the whole IPv4 internet on every path; list only the ranges that need access',
+      "spec.extensions[0].providerConfig.rule.cidrs: lists only IPv4 ranges: every IPv6 client is refused on every path (only the seed's always-allowed ranges pass); add IPv6 ranges if IPv6 clients must reach the control plane",
+    ]);
+    const v6only = await createShoot(kc, shoot('v6only', { rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['2001:db8::/32'] } }));
+    expect(v6only).toMatchObject({ status: 201, warnings: [
+      "spec.extensions[0].providerConfig.rule.cidrs: lists only IPv6 ranges: every IPv4 client is refused on every path (only the seed's always-allowed ranges pass); add IPv4 ranges if IPv4 clients must reach the control plane",
+    ] });
   });
 });

@@ -1,0 +1,37 @@
+// Issue 14 point 3: an ALLOW rule that opens a whole address family, or names only one family, is
+// admitted with a warning naming the field, the ranges and what to do.
+import { describe, expect, it } from 'vitest';
+import { parseProviderConfig } from '../../src/acl/provider-config.js';
+
+const P = 'spec.extensions[0].providerConfig';
+const warningsOf = (action: string, cidrs: string[]) => {
+  const result = parseProviderConfig({ rule: { action, type: 'remote_ip', cidrs } }, 50, P);
+  if (!result.ok) throw new Error(result.errors.map((e) => e.message).join('; '));
+  return result.warnings.map((w) => `${w.path}: ${w.message}`);
+};
+const OPEN = (ranges: string, family: string, together = false) =>
+  `${P}.rule.cidrs: ${ranges} ${together ? 'together admit' : 'admits'} every ${family} client: the control plane is open to the whole ${family} internet on every path; list only the ranges that need access`;
+const ONLY = (listed: string, other: string) =>
+  `${P}.rule.cidrs: lists only ${listed} ranges: every ${other} client is refused on every path (only the seed's always-allowed ranges pass); add ${other} ranges if ${other} clients must reach the control plane`;
+
+describe('exposure warnings', () => {
+  it('ALLOW of a whole family, written as /0, as its IPv4-mapped twin, or as ranges that add up to it', () => {
+    expect(warningsOf('ALLOW', ['0.0.0.0/0', '2001:db8::/32'])).toEqual([OPEN('0.0.0.0/0', 'IPv4')]);
+    expect(warningsOf('ALLOW', ['::/0', '10.0.0.0/8'])).toEqual([OPEN('::/0', 'IPv6')]);
+    expect(warningsOf('ALLOW', ['0.0.0.0/0', '::/0'])).toEqual([OPEN('0.0.0.0/0', 'IPv4'), OPEN('::/0', 'IPv6')]);
+    expect(warningsOf('ALLOW', ['::ffff:0:0/96', '2001:db8::/32'])).toEqual([OPEN('0.0.0.0/0', 'IPv4')]);
+    expect(warningsOf('ALLOW', ['0.0.0.0/1', '128.0.0.0/1', '2001:db8::/32'])).toEqual([OPEN('0.0.0.0/1, 128.0.0.0/1', 'IPv4', true)]);
+  });
+
+  it('ALLOW that names one family only', () => {
+    expect(warningsOf('ALLOW', ['203.0.113.0/24'])).toEqual([ONLY('IPv4', 'IPv6')]);
+    expect(warningsOf('ALLOW', ['2001:db8::/32'])).toEqual([ONLY('IPv6', 'IPv4')]);
+    expect(warningsOf('ALLOW', ['0.0.0.0/0'])).toEqual([OPEN('0.0.0.0/0', 'IPv4'), ONLY('IPv4', 'IPv6')]);
+  });
+
+  it('nothing for ALLOW of some ranges of both families, or for any DENY', () => {
+    expect(warningsOf('ALLOW', ['0.0.0.0/1', '2001:db8::/32'])).toEqual([]);
+    expect(warningsOf('DENY', ['0.0.0.0/0'])).toEqual([]);
+    expect(warningsOf('DENY', ['203.0.113.0/24'])).toEqual([]);
+  });
+});
