@@ -15,3 +15,12 @@ export function networkDenyFilter(name: string, statPrefix: string, policies: Re
 export function httpDenyFilter(name: string, policies: Readonly<Record<string, Policy>>): HttpRbacFilter {
   return { name, typed_config: { '@type': HTTP_RBAC_TYPE, rules: { action: 'DENY', policies } } };
 }
+
+/**
+ * The stat prefix of a shoot's own network RBAC filter: its denials count in
+ * `gardener_acl_<path>.<technical ID>.rbac.denied`, so refused connections are visible per shoot
+ * (network filters leave no access-log line of their own when they close a connection).
+ */
+export function shootStatPrefix(path: 'sni' | 'observability' | 'legacy_proxy', technicalID: string): string {
+  return `gardener_acl_${path}.${technicalID}.`;
+}

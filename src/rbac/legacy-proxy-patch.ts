@@ -4,7 +4,7 @@ import type { Cidr } from '../acl/cidr.js';
 import { normalizeCidrSet } from '../acl/cidr.js';
 import type { AclRule } from '../acl/provider-config.js';
 import { jsonEqual } from './deep-equal.js';
-import { FILTER_NAMES, networkDenyFilter } from './filter-values.js';
+import { FILTER_NAMES, networkDenyFilter, shootStatPrefix } from './filter-values.js';
 import { notAdmittedPrincipal } from './principals.js';
 
 const TCP_PROXY = 'envoy.filters.network.tcp_proxy';
@@ -99,7 +99,7 @@ function legacyProxyFilter(technicalID: string, acl: LegacyProxyAcl): unknown {
   const principal = notAdmittedPrincipal(acl.rule, normalizeCidrSet([...acl.alwaysAllowed, ...acl.legacyProxyAllowed]));
   // A plain JSON copy: the patch travels as JSON and must not share structure with the caller.
   return structuredClone(
-    networkDenyFilter(FILTER_NAMES.legacyProxy, 'gardener_acl_legacy_proxy.', {
+    networkDenyFilter(FILTER_NAMES.legacyProxy, shootStatPrefix('legacy_proxy', technicalID), {
       [technicalID]: { permissions: [{ any: true }], principals: [principal] },
     }),
   );

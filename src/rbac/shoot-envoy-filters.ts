@@ -9,7 +9,7 @@ import {
   type ConfigPatch,
   type GeneratedEnvoyFilter,
 } from './envoy-filter-types.js';
-import { FILTER_NAMES, networkDenyFilter } from './filter-values.js';
+import { FILTER_NAMES, networkDenyFilter, shootStatPrefix } from './filter-values.js';
 import { observabilityHostsOf } from './permissions.js';
 import { notAdmittedPrincipal } from './principals.js';
 
@@ -57,13 +57,13 @@ export function buildShootEnvoyFilters(shoot: ShootAcl, seed: SeedAcl): Generate
     seen.add(key);
     // Any one server name selects the whole chain; the smallest keeps the output stable.
     const sni = chain.hosts[0] as string;
-    add(chain.gateway, sniPatch(seed.operator.sniPort, sni, FILTER_NAMES.sni, 'gardener_acl_sni.', {
+    add(chain.gateway, sniPatch(seed.operator.sniPort, sni, FILTER_NAMES.sni, shootStatPrefix('sni', shoot.technicalID), {
       [shoot.technicalID]: { permissions: [{ any: true }], principals: [principal] },
     }));
   }
 
   for (const wildcard of seed.observabilityWildcards) {
-    add(wildcard.gateway, sniPatch(seed.operator.sniPort, `*.${wildcard.domain}`, FILTER_NAMES.observability, 'gardener_acl_observability.', {
+    add(wildcard.gateway, sniPatch(seed.operator.sniPort, `*.${wildcard.domain}`, FILTER_NAMES.observability, shootStatPrefix('observability', shoot.technicalID), {
       [shoot.technicalID]: { permissions: [observabilityHostsOf(identity.shortID, wildcard.domain)], principals: [principal] },
     }));
   }

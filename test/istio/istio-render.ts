@@ -8,7 +8,8 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
@@ -86,8 +87,14 @@ export interface IstioRenderOutput {
 const ISTIO_INPUT_KINDS = new Set(['Service', 'Deployment', 'Gateway', 'VirtualService', 'DestinationRule', 'EnvoyFilter', 'ServiceEntry']);
 
 /** Renders what the gateway proxy `proxy` receives from `objects` (Kubernetes and Istio objects). */
-export async function renderGatewayWithIstio(objects: readonly JsonObject[], proxy: GatewayProxy): Promise<IstioRenderOutput> {
+export async function renderGatewayWithIstio(objects: readonly JsonObject[], proxy: GatewayProxy, meshConfigYaml?: string): Promise<IstioRenderOutput> {
   const binary = findIstioRenderBinary();
+  const meshArgs: string[] = [];
+  if (meshConfigYaml !== undefined) {
+    const dir = await mkdtemp(join(tmpdir(), 'istio-mesh-'));
+    await writeFile(join(dir, 'mesh.yaml'), meshConfigYaml);
+    meshArgs.push('--mesh-config', join(dir, 'mesh.yaml'));
+  }
   const input = objects
     .filter((object) => typeof object['kind'] === 'string' && ISTIO_INPUT_KINDS.has(object['kind']))
     .map((object) => JSON.stringify(object))
@@ -98,7 +105,7 @@ export async function renderGatewayWithIstio(objects: readonly JsonObject[], pro
   const stdout = await new Promise<string>((resolve, reject) => {
     const child = execFile(
       binary,
-      ['--labels', labels, '--namespace', proxy.namespace, '-'],
+      ['--labels', labels, '--namespace', proxy.namespace, ...meshArgs, '-'],
       { maxBuffer: 256 * 1024 * 1024, timeout: RENDER_TIMEOUT_MS },
       (error, out, err) => (error ? reject(new Error(`istio-render failed for ${proxy.namespace}: ${error.message}\n${err}`)) : resolve(out)),
     );

@@ -43,13 +43,13 @@ describe('malformed AdmissionReviews', () => {
     expect(huge.status).toMatchObject({ code: 413, message: 'request body exceeds 7340032 bytes' });
 
     // Prototype-looking keys elsewhere in the Shoot (another extension's providerConfig) are no reason to refuse.
-    const withProto = `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-p","kind":{"group":"core.gardener.cloud","version":"v1beta1","kind":"Shoot"},"operation":"UPDATE","object":{"kind":"Shoot","spec":{"extensions":[{"type":"other","providerConfig":{"__proto__":{"polluted":true},"constructor":{"prototype":{"x":1}}}},{"type":"acl","providerConfig":{"rule":{"action":"ALLOW","type":"remote_ip","cidrs":["10.0.0.0/8"]}}}]}}}}`;
+    const withProto = `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-p","kind":{"group":"core.gardener.cloud","version":"v1beta1","kind":"Shoot"},"operation":"UPDATE","object":{"kind":"Shoot","spec":{"extensions":[{"type":"other","providerConfig":{"__proto__":{"polluted":true},"constructor":{"prototype":{"x":1}}}},{"type":"acl","providerConfig":{"rule":{"action":"ALLOW","type":"remote_ip","cidrs":["10.0.0.0/8","2001:db8::/32"]}}}]}}}}`;
     const proto = await postHttps(`${hook.url}/validate-shoot`, hook.ca.cert, withProto);
     expect(proto.status).toBe(200);
     expect(JSON.parse(proto.body)).toEqual({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: 'u-p', allowed: true } });
     expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();
 
-    const good = await postHttps(`${hook.url}/validate-shoot`, hook.ca.cert, review(shootRequest({ kind: 'Shoot', spec: { extensions: [{ type: 'acl', providerConfig: { rule: { action: 'allow', type: 'remote_ip', cidrs: ['10.0.0.0/8'] } } }] } })));
+    const good = await postHttps(`${hook.url}/validate-shoot`, hook.ca.cert, review(shootRequest({ kind: 'Shoot', spec: { extensions: [{ type: 'acl', providerConfig: { rule: { action: 'allow', type: 'remote_ip', cidrs: ['10.0.0.0/8', '2001:db8::/32'] } } }] } })));
     expect(JSON.parse(good.body)).toEqual({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: 'u-1', allowed: true } });
     expect((await postHttps(`${hook.url}/mutate-envoyfilter`, hook.ca.cert, review(shootRequest({})))).status).toBe(404);
 
