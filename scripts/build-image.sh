@@ -76,7 +76,9 @@ pack "$base" "$work/base.tar.gz"
 log "compiling and installing production dependencies"
 app="$work/app/app"
 mkdir -p "$app"
-npx tsc -p tsconfig.json --outDir "$work/dist"
+# No source maps: theirs hold paths relative to this checkout, which would make the layer differ by
+# where the repository was cloned; the image carries no sources to map to anyway.
+npx tsc -p tsconfig.json --outDir "$work/dist" --sourceMap false
 cp package.json package-lock.json "$app/"
 (cd "$app" && npm ci --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
 rm -f "$app/node_modules/.package-lock.json"
