@@ -29,3 +29,15 @@ export function keyOf(obj: { metadata: { name: string; namespace?: string | unde
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
+
+/**
+ * The JSON merge patch (RFC 7386) that turns `stored` into exactly `desired`: a merge patch keeps
+ * every key it does not mention, so keys `desired` lacks are sent as null (removed).
+ */
+export function mergePatchTo(stored: unknown, desired: unknown): unknown {
+  if (!isRecord(desired) || !isRecord(stored)) return desired;
+  const patch: Record<string, unknown> = {};
+  for (const key of Object.keys(stored)) if (!Object.hasOwn(desired, key)) patch[key] = null;
+  for (const [key, value] of Object.entries(desired)) patch[key] = mergePatchTo(stored[key], value);
+  return patch;
+}

@@ -10,7 +10,8 @@
 // 3. only then the serving certificate signed by the current CA.
 import type { Logger } from 'pino';
 import { describeError, isConflict } from '../kube/errors.js';
-import { createObject, getObject, mergePatch, type KubeTarget, type ObjectRef } from '../kube/objects-client.js';
+import { mergePatchTo } from '../kube/object-json.js';
+import { createObject, getObject, mergePatch, type KubeTarget, type ObjectRef, type ObjectToWrite } from '../kube/objects-client.js';
 import {
   authorityData,
   caBundle,
@@ -153,7 +154,7 @@ export class WebhookCertificateManager {
     const decision = decideAuthority(current, now);
     if (decision.action === 'keep' && current) {
       // A bundle written by an older pass (or edited by hand) is brought back in line.
-      const data = authorityData(current, now);
+      const data = authorityData(current);
       if (!containsDesired(stored?.['data'], data)) {
         await this.writeSecret(ref, stored, 'Opaque', data);
         wrote();
@@ -171,7 +172,7 @@ export class WebhookCertificateManager {
           : { current: issued };
       logger.info({ secret: `${namespace}/${caSecretName}`, reason: 'reason' in decision ? decision.reason : undefined }, decision.action === 'rotate' ? 'webhook CA rotated; the previous CA stays in the caBundle for the grace period' : 'webhook CA created');
     }
-    await this.writeSecret(ref, stored, 'Opaque', authorityData(next, now));
+    await this.writeSecret(ref, stored, 'Opaque', authorityData(next));
     wrote();
     return next;
   }
@@ -200,14 +201,12 @@ export class WebhookCertificateManager {
       return;
     }
     const meta = stored['metadata'] as { resourceVersion?: string } | undefined;
-    const storedData = (stored['data'] ?? {}) as Record<string, unknown>;
-    // Keys that are no longer wanted are removed (null in a merge patch).
-    const removed = Object.fromEntries(Object.keys(storedData).filter((k) => !(k in data)).map((k) => [k, null]));
     if (stored['type'] !== type) {
       // The type is immutable: a Secret of another type cannot serve; replace it.
       throw new Error(`Secret ${ref.namespace}/${ref.name} has type ${String(stored['type'])}, not ${type}; delete it so that it can be recreated`);
     }
-    await mergePatch(this.options.target, ref, { metadata: { resourceVersion: meta?.resourceVersion, labels: LABELS }, data: { ...removed, ...data } });
+    // Keys that are no longer wanted are removed.
+    await mergePatch(this.options.target, ref, { metadata: { resourceVersion: meta?.resourceVersion, labels: LABELS }, data: mergePatchTo(stored['data'] ?? {}, data) });
   }
 
   /** Creates or overwrites the configuration's webhooks (with the bundle); true when it wrote. */
@@ -218,7 +217,8 @@ export class WebhookCertificateManager {
     const ownerReferences = await this.ownerReferences(configuration);
     const stored = await getObject(configuration.target, ref);
     if (!stored) {
-      await createObject(configuration.target, { ...desired, metadata: { ...meta, labels: LABELS, ...(ownerReferences ? { ownerReferences } : {}) } } as never);
+      const object: ObjectToWrite = { ...desired, apiVersion: ref.apiVersion, kind: ref.kind, metadata: { ...meta, labels: LABELS, ...(ownerReferences ? { ownerReferences } : {}) } };
+      await createObject(configuration.target, object);
       this.options.logger.info({ configuration: `${ref.kind}/${ref.name}` }, 'webhook configuration created');
       return true;
     }

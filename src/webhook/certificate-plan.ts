@@ -12,7 +12,6 @@ export const CA_CERT_KEY = 'ca.crt';
 export const CA_KEY_KEY = 'ca.key';
 export const PREVIOUS_CA_CERT_KEY = 'previous-ca.crt';
 export const PREVIOUS_CA_UNTIL_KEY = 'previous-ca-until';
-export const BUNDLE_KEY = 'bundle.crt';
 
 /** Share of a certificate's lifetime after which it is renewed. */
 export const RENEW_AT = 0.8;
@@ -64,11 +63,11 @@ function pairMatches(pair: KeyPair): boolean {
   }
 }
 
-export function authorityData(authority: StoredAuthority, nowMs: number): Record<string, string> {
+/** The CA Secret's data. The caBundle is derived from it when needed, never stored. */
+export function authorityData(authority: StoredAuthority): Record<string, string> {
   const plain: Record<string, string> = {
     [CA_CERT_KEY]: authority.current.cert,
     [CA_KEY_KEY]: authority.current.key,
-    [BUNDLE_KEY]: caBundle(authority, nowMs),
   };
   if (authority.previous) {
     plain[PREVIOUS_CA_CERT_KEY] = authority.previous.cert;

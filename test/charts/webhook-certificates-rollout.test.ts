@@ -22,7 +22,7 @@ import { getFreePort, installCRDs, type ControlPlane } from '../kube/control-pla
 import { eventually, sleep, startWithCRDs } from '../kube/kube-test-helpers.js';
 import { gardenerVpaCrdFile } from '../support/gardener-resource-manager.js';
 import { SecretVolumeStandIn, ServiceStandIn } from '../support/service-stand-in.js';
-import { CONFIG_MOUNT, serviceAccountKubeconfig, startChartContainer, writeChartConfig, type RunningContainer } from './chart-processes.js';
+import { CONFIG_MOUNT, canI, serviceAccountKubeconfig, startChartContainer, writeChartConfig, type RunningContainer } from './chart-processes.js';
 import { SEED_CHART, helm, renderChart, type KubeObject } from './helm.js';
 import { bundleOf, presented, secretValue, stopProcess } from './rollout-helpers.js';
 
@@ -108,6 +108,32 @@ describe('seed webhook certificates and rollout under a steady write load (real 
     await service.stop();
     await cp?.stop();
     await rm(dir, { recursive: true, force: true });
+  });
+
+  it('managed mode grants the controller its own configuration and Secrets only (the real authorizer)', async () => {
+    const user = `system:serviceaccount:${NAMESPACE}:gardener-acl`;
+    const can = (attributes: Record<string, string>) => canI(cp, user, NAMESPACE, attributes);
+    const mwc = { group: 'admissionregistration.k8s.io', resource: 'mutatingwebhookconfigurations' };
+    const secret = { group: '', resource: 'secrets', namespace: NAMESPACE };
+    const denied: Record<string, string>[] = [
+      { ...mwc, verb: 'patch', name: 'istio-sidecar-injector' },
+      { ...mwc, verb: 'get', name: 'istio-sidecar-injector' },
+      { ...mwc, verb: 'delete', name: 'gardener-acl' },
+      { ...mwc, verb: 'list' },
+      { ...secret, verb: 'get', name: 'gardener-acl-admission-tls' },
+      { ...secret, verb: 'patch', name: 'some-other-secret' },
+      { ...secret, verb: 'list' },
+      { group: '', resource: 'secrets', namespace: 'kube-system', verb: 'get', name: 'gardener-acl-webhook-ca' },
+      { group: 'admissionregistration.k8s.io', resource: 'validatingwebhookconfigurations', verb: 'patch', name: 'gardener-acl' },
+    ];
+    for (const attributes of denied) expect(await can(attributes), JSON.stringify(attributes)).toBe(false);
+    const allowed: Record<string, string>[] = [
+      { ...mwc, verb: 'patch', name: 'gardener-acl' },
+      { ...mwc, verb: 'create' },
+      { ...secret, verb: 'get', name: 'gardener-acl-webhook-ca' },
+      { ...secret, verb: 'patch', name: 'gardener-acl-webhook-tls' },
+    ];
+    for (const attributes of allowed) expect(await can(attributes), JSON.stringify(attributes)).toBe(true);
   });
 
   it('re-render, controller restart, a second replica, a rolling restart and a CA rotation: zero failed admission calls', async () => {
