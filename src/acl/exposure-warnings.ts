@@ -1,7 +1,8 @@
-// Warnings (the rule is admitted) for ALLOW rules that expose more, or less, than an owner may
-// think: a range that admits a whole address family, and a rule that names only one family, so
-// that every client of the other family is refused on every path. The same text reaches the
-// client of the Shoot webhook (warning headers) and the Extension's Event.
+// Warnings (the rule is admitted) for rules that expose more, or less, than an owner may think:
+// audit mode, which refuses nothing; an ALLOW range that admits a whole address family; and an
+// ALLOW rule that names only one family, so that every client of the other family is refused on
+// every path. The same text reaches the client of the Shoot webhook (warning headers) and the
+// Extension's Event.
 import { formatCidr, type IpFamily } from './cidr.js';
 import type { FieldError } from './field-errors.js';
 import type { AclRule } from './provider-config.js';
@@ -9,6 +10,17 @@ import type { AclRule } from './provider-config.js';
 const FAMILY_NAME: Record<IpFamily, string> = { 4: 'IPv4', 6: 'IPv6' };
 
 export function exposureWarnings(rule: AclRule, pathPrefix: string): FieldError[] {
+  const audit: FieldError[] =
+    rule.mode === 'audit'
+      ? [{
+          path: `${pathPrefix}.rule.mode`,
+          message: 'is audit: this ACL refuses no connection, Envoy only counts the ones it would refuse (README "Trying an ACL safely"); set mode enforce, or remove it, to enforce the rule',
+        }]
+      : [];
+  return [...audit, ...familyWarnings(rule, pathPrefix)];
+}
+
+function familyWarnings(rule: AclRule, pathPrefix: string): FieldError[] {
   if (rule.action !== 'ALLOW') return [];
   const path = `${pathPrefix}.rule.cidrs`;
   const warnings: FieldError[] = [];

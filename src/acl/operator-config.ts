@@ -42,7 +42,7 @@ export function maximalShootPolicyBytes(config: SizeInputs, cidrs: number): numb
   let most = 0;
   for (const ruleCidrs of [longestIpv4Hosts(cidrs, 0), longestIpv6Hosts(cidrs)]) {
     for (const action of ['ALLOW', 'DENY'] as const) {
-      const policy = combinedConnectPolicy({ technicalID: LONGEST_TECHNICAL_ID, rule: { action, type: 'direct_remote_ip', cidrs: ruleCidrs }, alwaysAllowed }, config);
+      const policy = combinedConnectPolicy({ technicalID: LONGEST_TECHNICAL_ID, rule: { action, type: 'direct_remote_ip', cidrs: ruleCidrs, mode: 'enforce' }, alwaysAllowed }, config);
       most = Math.max(most, combinedPolicyBytes(LONGEST_TECHNICAL_ID, policy));
     }
   }

@@ -12,6 +12,10 @@ export type AclAction = (typeof ACTIONS)[number];
 export const PRINCIPAL_TYPES = ['remote_ip', 'direct_remote_ip', 'source_ip'] as const;
 export type PrincipalType = (typeof PRINCIPAL_TYPES)[number];
 
+/** enforce: refuse what the rule does not admit. audit: refuse nothing, count what enforce would refuse. */
+export const RULE_MODES = ['enforce', 'audit'] as const;
+export type RuleMode = (typeof RULE_MODES)[number];
+
 function oneOf(values: readonly string[]): string {
   return values.length < 2 ? (values[0] ?? '') : `${values.slice(0, -1).join(', ')} or ${values[values.length - 1]}`;
 }
@@ -31,6 +35,7 @@ export interface AclRule {
   readonly type: PrincipalType;
   /** Sorted, deduplicated, IPv4-mapped ranges folded into IPv4, covered ranges dropped. */
   readonly cidrs: readonly Cidr[];
+  readonly mode: RuleMode;
 }
 
 export function providerConfigSchema(maxCidrs: number) {
@@ -38,6 +43,7 @@ export function providerConfigSchema(maxCidrs: number) {
     {
       action: caseInsensitiveEnum(ACTIONS, (s) => s.toUpperCase(), 'action'),
       type: caseInsensitiveEnum(PRINCIPAL_TYPES, (s) => s.toLowerCase(), 'type'),
+      mode: caseInsensitiveEnum(RULE_MODES, (s) => s.toLowerCase(), 'mode').optional(),
       cidrs: z
         .array(cidrStringSchema, { error: 'must be a list of CIDR strings' })
         .min(1, { error: 'must list at least one CIDR; an empty list would admit nobody (ALLOW) or nothing (DENY)' })
@@ -46,7 +52,7 @@ export function providerConfigSchema(maxCidrs: number) {
             `has ${Array.isArray(issue.input) ? issue.input.length : '?'} entries, more than the maximum of ${maxCidrs} set by the operator; merge ranges or ask the operator to raise maxCIDRs`,
         }),
     },
-    { error: (issue) => (issue.input === undefined ? 'is required: add rule with action, type and cidrs' : 'must be an object with action, type and cidrs') },
+    { error: (issue) => (issue.input === undefined ? 'is required: add rule with action, type and cidrs' : 'must be an object with action, type, cidrs and optionally mode') },
   );
   return z
     .strictObject(
@@ -58,7 +64,7 @@ export function providerConfigSchema(maxCidrs: number) {
       },
       { error: 'must be an object with a rule' },
     )
-    .transform(({ rule: r }): AclRule => ({ action: r.action, type: r.type, cidrs: normalizeCidrSet(r.cidrs) }));
+    .transform(({ rule: r }): AclRule => ({ action: r.action, type: r.type, cidrs: normalizeCidrSet(r.cidrs), mode: r.mode ?? 'enforce' }));
 }
 
 export type ProviderConfigResult =
@@ -66,7 +72,7 @@ export type ProviderConfigResult =
   | { readonly ok: false; readonly errors: readonly FieldError[] };
 
 const KNOWN_FIELDS = ['apiVersion', 'kind', 'rule'];
-const KNOWN_RULE_FIELDS = ['action', 'type', 'cidrs'];
+const KNOWN_RULE_FIELDS = ['action', 'type', 'cidrs', 'mode'];
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -4,11 +4,17 @@
 import { z } from 'zod';
 import { formatCidr, type Cidr } from '../acl/cidr.js';
 import { cidrStringSchema } from '../acl/cidr-schema.js';
-import { ACTIONS, PRINCIPAL_TYPES } from '../acl/provider-config.js';
+import { ACTIONS, PRINCIPAL_TYPES, RULE_MODES } from '../acl/provider-config.js';
 import type { ShootAcl } from '../acl/model.js';
 
 const appliedSchema = z.object({
-  rule: z.object({ action: z.enum(ACTIONS), type: z.enum(PRINCIPAL_TYPES), cidrs: z.array(cidrStringSchema).min(1) }),
+  rule: z.object({
+    action: z.enum(ACTIONS),
+    type: z.enum(PRINCIPAL_TYPES),
+    cidrs: z.array(cidrStringSchema).min(1),
+    // Recorded only for audit, so that states written before audit existed read back unchanged.
+    mode: z.enum(RULE_MODES).default('enforce'),
+  }),
   alwaysAllowed: z.array(cidrStringSchema),
   legacyProxyAllowed: z.array(cidrStringSchema).default([]),
 });
@@ -30,7 +36,7 @@ export function stateFor(acl: ShootAcl): { gatewayNamespaces: string[]; applied:
   return {
     gatewayNamespaces: [...new Set(acl.sniChains.map((c) => c.gateway.namespace))].sort(),
     applied: {
-      rule: { action: acl.rule.action, type: acl.rule.type, cidrs: strings(acl.rule.cidrs) },
+      rule: { action: acl.rule.action, type: acl.rule.type, cidrs: strings(acl.rule.cidrs), ...(acl.rule.mode === 'audit' ? { mode: 'audit' as const } : {}) },
       alwaysAllowed: strings(acl.alwaysAllowed),
       legacyProxyAllowed: strings(acl.legacyProxyAllowed),
     },

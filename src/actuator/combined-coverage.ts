@@ -7,6 +7,7 @@ import { z } from 'zod';
 import type { EnvoyFilterObject } from '../gardener/objects.js';
 import { jsonEqual } from '../rbac/deep-equal.js';
 import { HTTP_RBAC_TYPE } from '../rbac/envoy-rbac-types.js';
+import { combinedEntries, type PolicyEntry } from '../rbac/filter-values.js';
 
 const HCM = 'envoy.filters.network.http_connection_manager';
 
@@ -25,6 +26,8 @@ const storedPatchSchema = z.looseObject({
       typed_config: z.looseObject({
         '@type': z.literal(HTTP_RBAC_TYPE),
         rules: z.looseObject({ action: z.literal('DENY'), policies: z.record(z.string(), z.unknown()) }),
+        // Audit-mode shoots: counted, not enforced.
+        shadow_rules: z.looseObject({ action: z.literal('DENY'), policies: z.record(z.string(), z.unknown()) }).optional(),
       }),
     }),
   }),
@@ -35,8 +38,8 @@ const storedSpecSchema = z.looseObject({
   configPatches: z.array(z.unknown()).default([]),
 });
 
-/** Gateway namespace → port → technical ID → the stored policies for that shoot (one per shard that has it). */
-export type StoredCoverage = ReadonlyMap<string, ReadonlyMap<number, ReadonlyMap<string, readonly unknown[]>>>;
+/** Gateway namespace → port → technical ID → the stored entries (policy and mode) for that shoot (one per shard that has it). */
+export type StoredCoverage = ReadonlyMap<string, ReadonlyMap<number, ReadonlyMap<string, readonly PolicyEntry<unknown>[]>>>;
 
 /**
  * Reads the policies the stored combined filters enforce. `selectors` (gateway namespace → the
@@ -44,18 +47,18 @@ export type StoredCoverage = ReadonlyMap<string, ReadonlyMap<number, ReadonlyMap
  * gateway (a foreign edit); filters in namespaces without a known selector are counted as stored.
  */
 export function storedCoverage(filters: readonly EnvoyFilterObject[], selectors?: ReadonlyMap<string, Readonly<Record<string, string>>>): StoredCoverage {
-  const byNamespace = new Map<string, Map<number, Map<string, unknown[]>>>();
+  const byNamespace = new Map<string, Map<number, Map<string, PolicyEntry<unknown>[]>>>();
   for (const filter of filters) {
     const namespace = filter.metadata.namespace;
     const selector = selectors?.get(namespace);
     if (selector && !jsonEqual(storedSelector(filter) ?? {}, selector)) continue;
-    for (const { port, policies } of storedPatches(filter)) {
-      const ports = byNamespace.get(namespace) ?? new Map<number, Map<string, unknown[]>>();
+    for (const { port, entries } of storedPatches(filter)) {
+      const ports = byNamespace.get(namespace) ?? new Map<number, Map<string, PolicyEntry<unknown>[]>>();
       byNamespace.set(namespace, ports);
-      const shoots = ports.get(port) ?? new Map<string, unknown[]>();
+      const shoots = ports.get(port) ?? new Map<string, PolicyEntry<unknown>[]>();
       ports.set(port, shoots);
-      for (const [id, policy] of Object.entries(policies)) {
-        shoots.set(id, [...(shoots.get(id) ?? []), policy]);
+      for (const [id, entry] of entries) {
+        shoots.set(id, [...(shoots.get(id) ?? []), entry]);
       }
     }
   }
@@ -67,26 +70,26 @@ export function storedSelector(filter: EnvoyFilterObject): Readonly<Record<strin
   return storedSpecSchema.safeParse(filter.spec).data?.workloadSelector?.labels;
 }
 
-/** The enforcing patches of one stored filter (shaped as the generator writes them): port and policies by technical ID. */
-export function storedPatches(filter: EnvoyFilterObject): { readonly port: number; readonly policies: Readonly<Record<string, unknown>> }[] {
+/** The patches of one stored filter (shaped as the generator writes them): port and entries by technical ID. */
+export function storedPatches(filter: EnvoyFilterObject): { readonly port: number; readonly entries: ReadonlyMap<string, PolicyEntry<unknown>> }[] {
   const spec = storedSpecSchema.safeParse(filter.spec);
   if (!spec.success) return [];
   return spec.data.configPatches.flatMap((raw) => {
     const patch = storedPatchSchema.safeParse(raw);
-    return patch.success ? [{ port: patch.data.match.listener.portNumber, policies: patch.data.patch.value.typed_config.rules.policies }] : [];
+    return patch.success ? [{ port: patch.data.match.listener.portNumber, entries: combinedEntries(patch.data.patch.value.typed_config) }] : [];
   });
 }
 
-/** Every policy one stored filter enforces, by technical ID (the last patch wins for a shoot listed twice). */
-export function storedPolicies(filter: EnvoyFilterObject): ReadonlyMap<string, unknown> {
-  return new Map(storedPatches(filter).flatMap((p) => Object.entries(p.policies)));
+/** Every entry one stored filter holds, by technical ID (the last patch wins for a shoot listed twice). */
+export function storedEntries(filter: EnvoyFilterObject): ReadonlyMap<string, PolicyEntry<unknown>> {
+  return new Map(storedPatches(filter).flatMap((p) => [...p.entries]));
 }
 
 /** Where a shoot is not protected as stored: `<gateway namespace>:<port>` entries, empty when protected everywhere. */
 export function uncoveredPaths(
   coverage: StoredCoverage,
   technicalID: string,
-  expectedPolicy: unknown,
+  expected: PolicyEntry<unknown>,
   gatewayNamespaces: readonly string[],
   ports: readonly number[],
 ): string[] {
@@ -94,7 +97,7 @@ export function uncoveredPaths(
   for (const namespace of gatewayNamespaces) {
     for (const port of ports) {
       const stored = coverage.get(namespace)?.get(port)?.get(technicalID) ?? [];
-      if (!stored.some((policy) => jsonEqual(policy, expectedPolicy))) missing.push(`${namespace}:${port}`);
+      if (!stored.some((entry) => jsonEqual(entry, expected))) missing.push(`${namespace}:${port}`);
     }
   }
   return missing;

@@ -15,13 +15,14 @@ import type { GatewayWorkload, Labels } from '../acl/model.js';
 import type { OperatorConfig } from '../acl/operator-config.js';
 import type { EnvoyFilterObject, Extension } from '../gardener/objects.js';
 import { EXTENSION_TYPE } from '../gardener/seed-acl.js';
-import { combinedConnectFilter, combinedConnectPolicy, parseConnectFilterName, planCombinedConnectFilters } from '../rbac/combined-connect-filters.js';
+import { combinedConnectEntry, combinedConnectFilter, parseConnectFilterName, planCombinedConnectFilters } from '../rbac/combined-connect-filters.js';
 import { describeError } from '../kube/errors.js';
 import { jsonEqual } from '../rbac/deep-equal.js';
 import type { GeneratedEnvoyFilter } from '../rbac/envoy-filter-types.js';
+import { combinedEntries, combinedRbacConfig, type PolicyEntry } from '../rbac/filter-values.js';
 import { appliedFromState, type AppliedAcl } from './applied-state.js';
 import { refOf, type ClusterClient } from './cluster-client.js';
-import { storedCoverage, storedPolicies, storedSelector, uncoveredPaths } from './combined-coverage.js';
+import { storedCoverage, storedEntries, storedSelector, uncoveredPaths } from './combined-coverage.js';
 import { OPERATION_ANNOTATION, Operation, isMigrated } from './extension-contract.js';
 
 export interface CombinedSyncerDeps {
@@ -103,23 +104,21 @@ export interface CombinedWritePlan {
   readonly unplaced: ReadonlyMap<string, string>;
 }
 
-/** `filter` with its one patch's policies replaced (sorted by technical ID for stable output). */
-function withPolicies(filter: GeneratedEnvoyFilter, policies: ReadonlyMap<string, unknown>): CombinedWrite {
-  const sorted = Object.fromEntries([...policies].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+type Entries = Map<string, PolicyEntry<unknown>>;
+
+/** `filter` with its one patch's entries replaced (sorted by technical ID for stable output). */
+function withEntries(filter: GeneratedEnvoyFilter, entries: ReadonlyMap<string, PolicyEntry<unknown>>): CombinedWrite {
   return {
     ...filter,
     spec: {
       ...filter.spec,
-      configPatches: filter.spec.configPatches.map((p) => ({
-        ...p,
-        patch: { ...p.patch, value: { ...p.patch.value, typed_config: { ...p.patch.value.typed_config, rules: { ...p.patch.value.typed_config.rules, policies: sorted } } } },
-      })),
+      configPatches: filter.spec.configPatches.map((p) => ({ ...p, patch: { ...p.patch, value: { ...p.patch.value, typed_config: combinedRbacConfig(entries) } } })),
     },
   };
 }
 
-function policiesOf(filter: GeneratedEnvoyFilter): Map<string, unknown> {
-  return new Map(filter.spec.configPatches.flatMap((p) => Object.entries(p.patch.value.typed_config.rules.policies)));
+function entriesOf(filter: GeneratedEnvoyFilter): Entries {
+  return new Map<string, PolicyEntry<unknown>>(filter.spec.configPatches.flatMap((p) => [...combinedEntries(p.patch.value.typed_config)]));
 }
 
 /** The stored object already is `wanted`: our labels present, spec identical (key order aside). */
@@ -147,35 +146,35 @@ export function planCombinedWrites(input: {
   const gatewayByNamespace = new Map(gateways.map((g) => [g.namespace, g]));
 
   const finals = new Map<string, GeneratedEnvoyFilter>(plan.filters.map((f) => [key(f), f]));
-  const finalPolicies = new Map<string, Map<string, unknown>>([...finals].map(([k, f]) => [k, policiesOf(f)]));
+  const finalEntries = new Map<string, Entries>([...finals].map(([k, f]) => [k, entriesOf(f)]));
   // Unplaced shoots keep every stored policy where it is: their shards are kept, never emptied.
   for (const filter of stored) {
     const gateway = gatewayByNamespace.get(filter.metadata.namespace);
     const name = parseConnectFilterName(filter.metadata.name);
     if (!gateway || !name) continue;
-    const kept = [...storedPolicies(filter)].filter(([id]) => plan.unplaced.has(id));
+    const kept = [...storedEntries(filter)].filter(([id]) => plan.unplaced.has(id));
     if (kept.length === 0) continue;
     const k = key(filter);
     if (!finals.has(k)) {
-      finals.set(k, combinedConnectFilter(gateway, name.port, name.shard, {}));
-      finalPolicies.set(k, new Map());
+      finals.set(k, combinedConnectFilter(gateway, name.port, name.shard, []));
+      finalEntries.set(k, new Map());
     }
-    for (const [id, policy] of kept) finalPolicies.get(k)?.set(id, policy);
+    for (const [id, entry] of kept) finalEntries.get(k)?.set(id, entry);
   }
 
   const grow: CombinedWrite[] = [];
   const settle: CombinedWrite[] = [];
   for (const [k, filter] of finals) {
-    const wanted = finalPolicies.get(k) ?? new Map<string, unknown>();
+    const wanted = finalEntries.get(k) ?? new Map<string, PolicyEntry<unknown>>();
     const current = storedByKey.get(k);
     const transitional = new Map(wanted);
     if (current) {
-      for (const [id, policy] of storedPolicies(current)) {
-        if (active.has(id) && !transitional.has(id)) transitional.set(id, policy);
+      for (const [id, entry] of storedEntries(current)) {
+        if (active.has(id) && !transitional.has(id)) transitional.set(id, entry);
       }
     }
-    const finalWrite = withPolicies(filter, wanted);
-    const growWrite = transitional.size === wanted.size ? finalWrite : withPolicies(filter, transitional);
+    const finalWrite = withEntries(filter, wanted);
+    const growWrite = transitional.size === wanted.size ? finalWrite : withEntries(filter, transitional);
     if (!storedAs(current, growWrite)) grow.push(growWrite);
     if (growWrite !== finalWrite) settle.push(finalWrite);
   }
@@ -226,7 +225,7 @@ export class CombinedSyncer {
 
   /** Whether some stored combined filter (on any gateway and port) still holds a policy of `technicalID`. */
   holds(technicalID: string): boolean {
-    return this.deps.existing().some((filter) => storedPolicies(filter).has(technicalID));
+    return this.deps.existing().some((filter) => storedEntries(filter).has(technicalID));
   }
 
   /**
@@ -238,8 +237,8 @@ export class CombinedSyncer {
     const stored = this.deps.existing();
     const gateways = combinedGateways(this.deps.gateways(), stored);
     const selectors = new Map(gateways.map((g) => [g.namespace, g.selector]));
-    const policy = combinedConnectPolicy(shoot, this.deps.operator);
-    const uncovered = uncoveredPaths(storedCoverage(stored, selectors), shoot.technicalID, policy, gateways.map((g) => g.namespace), this.deps.operator.protectedPorts);
+    const expected = combinedConnectEntry(shoot, this.deps.operator);
+    const uncovered = uncoveredPaths(storedCoverage(stored, selectors), shoot.technicalID, expected, gateways.map((g) => g.namespace), this.deps.operator.protectedPorts);
     return { uncovered, problem: this.reportedUnplaced.get(shoot.technicalID) ?? this.lastFailure };
   }
 
@@ -254,8 +253,8 @@ export class CombinedSyncer {
     const namespaces = gateways.map((g) => g.namespace);
     const out = new Set<string>();
     for (const shoot of shoots) {
-      const policy = combinedConnectPolicy(shoot, this.deps.operator);
-      if (uncoveredPaths(coverage, shoot.technicalID, policy, namespaces, this.deps.operator.protectedPorts).length > 0) out.add(shoot.technicalID);
+      const expected = combinedConnectEntry(shoot, this.deps.operator);
+      if (uncoveredPaths(coverage, shoot.technicalID, expected, namespaces, this.deps.operator.protectedPorts).length > 0) out.add(shoot.technicalID);
     }
     return out;
   }

@@ -7,6 +7,7 @@
 import type { Logger } from 'pino';
 import type { Extension } from '../gardener/objects.js';
 import { jsonEqual } from '../rbac/deep-equal.js';
+import { mergePatchTo } from '../kube/object-json.js';
 import { ReportedProblem, type Actuator, type ActuatorResult } from './actuator.js';
 import type { ClusterClient, ObjectRef, Written } from './cluster-client.js';
 import { conditionsWith, protectionVerdict, type Condition } from './health-condition.js';
@@ -248,7 +249,7 @@ export class ExtensionReconciler {
     if (stateChanged || isNewRequest(ext) || stored?.type !== type || (stored.state !== 'Processing' && stored.state !== 'Error')) {
       await this.writeExtension(ext, (c, ref) => c.patchStatus(ref, {
         lastOperation: lastOperation(type, 'Processing', result.reason, this.deps.now()),
-        ...(result.state !== undefined ? { state: result.state, observedGeneration: ext.metadata.generation ?? null } : {}),
+        ...(result.state !== undefined ? { state: mergePatchTo(ext.status?.['state'], result.state), observedGeneration: ext.metadata.generation ?? null } : {}),
         ...(conditions ? { conditions } : {}),
       }));
     } else if (result.problem !== undefined) {
@@ -285,7 +286,8 @@ export class ExtensionReconciler {
       lastOperation: lastOperation(type, 'Succeeded', description ?? DESCRIPTIONS[type].succeeded, this.deps.now()),
       lastError: null,
       ...(type === 'Delete' || type === 'Migrate' ? {} : { observedGeneration: ext.metadata.generation ?? null }),
-      ...(state !== undefined ? { state } : {}),
+      // Exactly the new state: a field the new ACL no longer has (e.g. mode audit) must not survive.
+      ...(state !== undefined ? { state: mergePatchTo(ext.status?.['state'], state) } : {}),
     }));
   }
 

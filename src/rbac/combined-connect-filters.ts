@@ -7,7 +7,7 @@ import {
   type ConfigPatch,
   type GeneratedEnvoyFilter,
 } from './envoy-filter-types.js';
-import { FILTER_NAMES, httpDenyFilter } from './filter-values.js';
+import { FILTER_NAMES, httpDenyFilter, type PolicyEntry } from './filter-values.js';
 import { mentionsShoot } from './permissions.js';
 import { notAdmittedPrincipal } from './principals.js';
 import { shardByHash, type Sized } from './sharding.js';
@@ -25,11 +25,11 @@ export function connectFilterName(port: number, shard: number): string {
   return `${CONNECT_FILTER_PREFIX}${shardSuffix(port, shard)}`;
 }
 
-function connectPatch(port: number, filterName: string, policies: Record<string, Policy>): ConfigPatch {
+function connectPatch(port: number, filterName: string, entries: Iterable<readonly [string, PolicyEntry]>): ConfigPatch {
   return {
     applyTo: 'HTTP_FILTER',
     match: { context: 'GATEWAY', listener: { portNumber: port, filterChain: { filter: { name: HCM } } } },
-    patch: { operation: 'INSERT_FIRST', value: httpDenyFilter(filterName, policies) },
+    patch: { operation: 'INSERT_FIRST', value: httpDenyFilter(filterName, entries) },
   };
 }
 
@@ -39,6 +39,11 @@ export function combinedConnectPolicy(shoot: ShootPolicy, operator: Pick<SeedAcl
     permissions: mentionsShoot(shoot.technicalID, operator.protectedHeaders),
     principals: [notAdmittedPrincipal(shoot.rule, shoot.alwaysAllowed)],
   };
+}
+
+/** The shoot's policy in the combined filters with its mode: enforced, or only counted (audit). */
+export function combinedConnectEntry(shoot: ShootPolicy, operator: Pick<SeedAcl['operator'], 'protectedHeaders'>): PolicyEntry {
+  return { mode: shoot.rule.mode, policy: combinedConnectPolicy(shoot, operator) };
 }
 
 /** Bytes one shoot takes in a shard: its policy plus its key. */
@@ -59,8 +64,8 @@ export function unplaceableMessage(technicalID: string, bytes: number, maxObject
   );
 }
 
-/** The combined filter object of one gateway, port and shard holding exactly `policies`. */
-export function combinedConnectFilter(gateway: GatewayWorkload, port: number, shard: number, policies: Readonly<Record<string, Policy>>): GeneratedEnvoyFilter {
+/** The combined filter object of one gateway, port and shard holding exactly `entries`. */
+export function combinedConnectFilter(gateway: GatewayWorkload, port: number, shard: number, entries: Iterable<readonly [string, PolicyEntry]>): GeneratedEnvoyFilter {
   return {
     apiVersion: 'networking.istio.io/v1alpha3',
     kind: 'EnvoyFilter',
@@ -69,7 +74,7 @@ export function combinedConnectFilter(gateway: GatewayWorkload, port: number, sh
       namespace: gateway.namespace,
       labels: { [MANAGED_BY_LABEL]: MANAGED_BY, [ROLE_LABEL]: 'connect' },
     },
-    spec: { workloadSelector: { labels: gateway.selector }, configPatches: [connectPatch(port, `${FILTER_NAMES.connect}-${shardSuffix(port, shard)}`, { ...policies })] },
+    spec: { workloadSelector: { labels: gateway.selector }, configPatches: [connectPatch(port, `${FILTER_NAMES.connect}-${shardSuffix(port, shard)}`, entries)] },
   };
 }
 
@@ -99,12 +104,12 @@ export function planCombinedConnectFilters(seed: Pick<SeedAcl, 'operator' | 'gat
   const { operator } = seed;
   const budget = shardBudget(operator.maxObjectBytes);
   const unplaced = new Map<string, string>();
-  const items: Sized<Policy>[] = [];
+  const items: Sized<PolicyEntry>[] = [];
   for (const shoot of seed.shoots) {
-    const policy = combinedConnectPolicy(shoot, operator);
-    const bytes = combinedPolicyBytes(shoot.technicalID, policy);
+    const entry = combinedConnectEntry(shoot, operator);
+    const bytes = combinedPolicyBytes(shoot.technicalID, entry.policy);
     if (bytes > budget) unplaced.set(shoot.technicalID, unplaceableMessage(shoot.technicalID, bytes, operator.maxObjectBytes));
-    else items.push({ key: shoot.technicalID, bytes, item: policy });
+    else items.push({ key: shoot.technicalID, bytes, item: entry });
   }
   const shards = shardByHash(items, budget)
     .map((shard, index) => ({ shard, index }))
@@ -113,11 +118,7 @@ export function planCombinedConnectFilters(seed: Pick<SeedAcl, 'operator' | 'gat
   const gateways = [...seed.gateways].sort((a, b) => a.namespace.localeCompare(b.namespace));
   const filters = gateways.flatMap((gateway) =>
     operator.protectedPorts.flatMap((port) =>
-      shards.map(({ shard, index }) => {
-        const policies: Record<string, Policy> = {};
-        for (const { key, item } of shard) policies[key] = item;
-        return combinedConnectFilter(gateway, port, index, policies);
-      }),
+      shards.map(({ shard, index }) => combinedConnectFilter(gateway, port, index, shard.map(({ key, item }) => [key, item] as const))),
     ),
   );
   return { filters, unplaced };

@@ -48,13 +48,28 @@ export interface RbacRules {
 export const NETWORK_RBAC_TYPE = 'type.googleapis.com/envoy.extensions.filters.network.rbac.v3.RBAC';
 export const HTTP_RBAC_TYPE = 'type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC';
 
+/** A shoot in audit mode has its policy in `shadow_rules` (counted, never enforced) instead of `rules`. */
 export interface NetworkRbacFilter {
   readonly name: string;
-  readonly typed_config: { readonly '@type': typeof NETWORK_RBAC_TYPE; readonly stat_prefix: string; readonly rules: RbacRules };
+  readonly typed_config: {
+    readonly '@type': typeof NETWORK_RBAC_TYPE;
+    readonly stat_prefix: string;
+    readonly rules?: RbacRules;
+    readonly shadow_rules?: RbacRules;
+  };
+}
+
+/** The rules of a combined filter; policies are typed loosely where stored policies are copied verbatim. */
+export interface HttpRbacConfig<P = Policy> {
+  readonly '@type': typeof HTTP_RBAC_TYPE;
+  readonly rules: { readonly action: 'DENY'; readonly policies: Readonly<Record<string, P>> };
+  readonly shadow_rules?: { readonly action: 'DENY'; readonly policies: Readonly<Record<string, P>> };
+  /** Per-policy counters (`rbac.policy.<technical ID>.shadow_denied`): the HTTP filter has no stat_prefix of its own. */
+  readonly track_per_rule_stats?: true;
 }
 
 /** The HTTP RBAC filter has no stat_prefix: its stats live under the HCM's prefix. */
 export interface HttpRbacFilter {
   readonly name: string;
-  readonly typed_config: { readonly '@type': typeof HTTP_RBAC_TYPE; readonly rules: RbacRules };
+  readonly typed_config: HttpRbacConfig;
 }

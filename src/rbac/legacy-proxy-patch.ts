@@ -101,6 +101,6 @@ function legacyProxyFilter(technicalID: string, acl: LegacyProxyAcl): unknown {
   return structuredClone(
     networkDenyFilter(FILTER_NAMES.legacyProxy, shootStatPrefix('legacy_proxy', technicalID), {
       [technicalID]: { permissions: [{ any: true }], principals: [principal] },
-    }),
+    }, acl.rule.mode),
   );
 }

@@ -1,4 +1,5 @@
 import type { GatewayWorkload, SeedAcl, ShootAcl } from '../acl/model.js';
+import type { RuleMode } from '../acl/provider-config.js';
 import { parseTechnicalID } from '../acl/shoot-identity.js';
 import type { Policy } from './envoy-rbac-types.js';
 import {
@@ -17,11 +18,11 @@ export function shootFilterName(technicalID: string): string {
   return `acl-${technicalID}`;
 }
 
-function sniPatch(port: number, sni: string, filterName: string, statPrefix: string, policies: Record<string, Policy>): ConfigPatch {
+function sniPatch(port: number, sni: string, filterName: string, statPrefix: string, policies: Record<string, Policy>, mode: RuleMode): ConfigPatch {
   return {
     applyTo: 'NETWORK_FILTER',
     match: { context: 'GATEWAY', listener: { portNumber: port, filterChain: { sni } } },
-    patch: { operation: 'INSERT_FIRST', value: networkDenyFilter(filterName, statPrefix, policies) },
+    patch: { operation: 'INSERT_FIRST', value: networkDenyFilter(filterName, statPrefix, policies, mode) },
   };
 }
 
@@ -59,13 +60,13 @@ export function buildShootEnvoyFilters(shoot: ShootAcl, seed: SeedAcl): Generate
     const sni = chain.hosts[0] as string;
     add(chain.gateway, sniPatch(seed.operator.sniPort, sni, FILTER_NAMES.sni, shootStatPrefix('sni', shoot.technicalID), {
       [shoot.technicalID]: { permissions: [{ any: true }], principals: [principal] },
-    }));
+    }, shoot.rule.mode));
   }
 
   for (const wildcard of seed.observabilityWildcards) {
     add(wildcard.gateway, sniPatch(seed.operator.sniPort, `*.${wildcard.domain}`, FILTER_NAMES.observability, shootStatPrefix('observability', shoot.technicalID), {
       [shoot.technicalID]: { permissions: [observabilityHostsOf(identity.shortID, wildcard.domain)], principals: [principal] },
-    }));
+    }, shoot.rule.mode));
   }
 
   return [...byNamespace.entries()]

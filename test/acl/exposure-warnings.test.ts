@@ -34,4 +34,14 @@ describe('exposure warnings', () => {
     expect(warningsOf('DENY', ['0.0.0.0/0'])).toEqual([]);
     expect(warningsOf('DENY', ['203.0.113.0/24'])).toEqual([]);
   });
+
+  it('audit mode: admitted with a warning that nothing is refused; the family warnings still apply', () => {
+    const result = parseProviderConfig({ rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['203.0.113.0/24'], mode: 'Audit' } }, 50, P);
+    if (!result.ok) throw new Error('refused');
+    expect(result.rule.mode).toBe('audit');
+    expect(result.warnings.map((w) => `${w.path}: ${w.message}`)).toEqual([
+      `${P}.rule.mode: is audit: this ACL refuses no connection, Envoy only counts the ones it would refuse (README "Trying an ACL safely"); set mode enforce, or remove it, to enforce the rule`,
+      ONLY('IPv4', 'IPv6'),
+    ]);
+  });
 });

@@ -21,6 +21,22 @@ describe('providerConfig', () => {
     expect(result.rule.cidrs.map(formatCidr)).toEqual(['10.0.0.0/8', '2001:db8::/32']);
   });
 
+  it('mode: enforce by default, audit on request (any case), anything else refused with the fix', () => {
+    const parse = (mode?: unknown) => parseProviderConfig({ rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['10.0.0.0/8', '2001:db8::/32'], ...(mode === undefined ? {} : { mode }) } }, 50, P);
+    const modeOf = (mode?: unknown) => {
+      const result = parse(mode);
+      return result.ok ? result.rule.mode : result.errors.map((e) => `${e.path}: ${e.message}`);
+    };
+    expect(modeOf()).toBe('enforce');
+    expect(modeOf('ENFORCE')).toBe('enforce');
+    expect(modeOf(' Audit ')).toBe('audit');
+    expect(modeOf('shadow')).toEqual([`${P}.rule.mode: "shadow" is not a valid mode; use enforce or audit`]);
+    expect(modeOf(true)).toEqual([`${P}.rule.mode: must be a string, one of enforce, audit`]);
+    // Only audit warns; enforce is silent.
+    const enforced = parse('enforce');
+    expect(enforced.ok && enforced.warnings).toEqual([]);
+  });
+
   it('accepts Gardener-style apiVersion/kind', () => {
     expect(errorsOf({ apiVersion: 'acl.gardener.cloud/v1alpha1', kind: 'AclConfig', rule: { action: 'DENY', type: 'source_ip', cidrs: ['::/0'] } })).toEqual([]);
   });

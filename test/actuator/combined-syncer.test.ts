@@ -3,6 +3,7 @@
 // shard growth adds before it removes (checked after EVERY stored change, through a watch), and
 // one oversized shoot neither stops the others nor loses its own stored protection.
 
+import type { PolicyEntry } from '../../src/rbac/filter-values.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
 import { storedCoverage, uncoveredPaths } from '../../src/actuator/combined-coverage.js';
@@ -13,7 +14,7 @@ import { envoyFilterObjectSchema, extensionSchema, type EnvoyFilterObject } from
 import { ResilientInformer } from '../../src/kube/informer.js';
 import { listAll } from '../../src/kube/list-watch.js';
 import { createObject, deleteObject, getObject, mergePatch, patchStatus, type ObjectRef } from '../../src/kube/objects-client.js';
-import { combinedConnectPolicy } from '../../src/rbac/combined-connect-filters.js';
+import { combinedConnectEntry } from '../../src/rbac/combined-connect-filters.js';
 import { jsonEqual } from '../../src/rbac/deep-equal.js';
 import type { ControlPlane } from '../kube/control-plane.js';
 import { eventually, sleep, startWithCRDs, testLogger } from '../kube/kube-test-helpers.js';
@@ -41,11 +42,11 @@ describe('combined CONNECT filters on a real kube-apiserver', () => {
   const stored = async (): Promise<EnvoyFilterObject[]> =>
     (await listAll(cp.kubeConfig, ENVOY_FILTERS, { labelSelector: CONNECT_SELECTOR })).items.flatMap((raw) => envoyFilterObjectSchema.safeParse(raw).data ?? []);
   /** The policy every shoot with a recorded ACL must have in the stored filters. */
-  const expectedPolicies = async (): Promise<Map<string, unknown>> => {
+  const expectedPolicies = async (): Promise<Map<string, PolicyEntry<unknown>>> => {
     const extensions = (await listAll(cp.kubeConfig, '/apis/extensions.gardener.cloud/v1alpha1/extensions')).items.flatMap((raw) => extensionSchema.safeParse(raw).data ?? []);
-    return new Map(appliedAcls(extensions).map((acl) => [acl.technicalID, combinedConnectPolicy(acl, operator)]));
+    return new Map(appliedAcls(extensions).map((acl) => [acl.technicalID, combinedConnectEntry(acl, operator)]));
   };
-  const uncovered = (filters: readonly EnvoyFilterObject[], expected: ReadonlyMap<string, unknown>): string[] => {
+  const uncovered = (filters: readonly EnvoyFilterObject[], expected: ReadonlyMap<string, PolicyEntry<unknown>>): string[] => {
     const coverage = storedCoverage(filters);
     return [...expected].flatMap(([id, policy]) => uncoveredPaths(coverage, id, policy, GATEWAYS, PORTS).map((path) => `${id} on ${path}`));
   };
@@ -154,7 +155,7 @@ describe('combined CONNECT filters on a real kube-apiserver', () => {
 
     // Every stored change, in order, checked against every base shoot; a grown shoot, once protected, must stay so until it is deleted.
     const violations: string[] = [];
-    const protectedGrowth = new Map<string, unknown>();
+    const protectedGrowth = new Map<string, PolicyEntry<unknown>>();
     const deleting = new Set<string>();
     let recording = false;
     let states = 0;
@@ -204,7 +205,7 @@ describe('combined CONNECT filters on a real kube-apiserver', () => {
     await settled('before oversized shoot');
     const big = BASE[1] as ShootFixture;
     const bigID = technicalID(big);
-    const bigPolicy = (await expectedPolicies()).get(bigID);
+    const bigPolicy = (await expectedPolicies()).get(bigID) as PolicyEntry<unknown>;
     expect(bigPolicy).toBeDefined();
 
     // 200 egress ranges (each with its IPv4-mapped twin) make the policy larger than a 16 KiB object.

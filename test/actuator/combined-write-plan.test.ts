@@ -1,6 +1,7 @@
 // The write plan of the combined CONNECT filters, replayed write by write against a simulated
 // store: after every single write or delete, every active ACL shoot is in some stored shard on
 // every gateway and port (add before remove), whatever the shard count does.
+import type { PolicyEntry } from '../../src/rbac/filter-values.js';
 import { describe, expect, it } from 'vitest';
 import type { GatewayWorkload } from '../../src/acl/model.js';
 import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
@@ -9,7 +10,7 @@ import type { ClusterClient } from '../../src/actuator/cluster-client.js';
 import { storedCoverage, uncoveredPaths } from '../../src/actuator/combined-coverage.js';
 import { CombinedSyncer, combinedGateways, planCombinedWrites, type CombinedWrite } from '../../src/actuator/combined-syncer.js';
 import type { EnvoyFilterObject, Extension } from '../../src/gardener/objects.js';
-import { combinedConnectPolicy, planCombinedConnectFilters } from '../../src/rbac/combined-connect-filters.js';
+import { combinedConnectEntry, planCombinedConnectFilters } from '../../src/rbac/combined-connect-filters.js';
 import { testLogger } from '../kube/kube-test-helpers.js';
 import { DEFAULT_GATEWAY, ZONAL_GATEWAY, cidr, rule } from '../support/test-seed.js';
 
@@ -30,7 +31,7 @@ const keyOf = (f: { metadata: { namespace: string; name: string } }) => `${f.met
 const asStored = (w: CombinedWrite): EnvoyFilterObject => JSON.parse(JSON.stringify(w)) as EnvoyFilterObject;
 
 /** Every shoot of `expected` (id -> acceptable policies) is covered on every gateway and port of the store. */
-function gaps(store: Store, expected: ReadonlyMap<string, readonly unknown[]>): string[] {
+function gaps(store: Store, expected: ReadonlyMap<string, readonly PolicyEntry<unknown>[]>): string[] {
   const coverage = storedCoverage([...store.values()]);
   const namespaces = GATEWAYS.map((g) => g.namespace);
   return [...expected].flatMap(([id, policies]) => {
@@ -42,7 +43,7 @@ function gaps(store: Store, expected: ReadonlyMap<string, readonly unknown[]>): 
 }
 
 /** Plans one sync from the store and replays it; returns the gaps seen after each step and the number of steps. */
-function replay(store: Store, shoots: readonly AppliedAcl[], mustStay: ReadonlyMap<string, readonly unknown[]>, gateways = GATEWAYS): { gapsSeen: string[]; steps: number } {
+function replay(store: Store, shoots: readonly AppliedAcl[], mustStay: ReadonlyMap<string, readonly PolicyEntry<unknown>[]>, gateways = GATEWAYS): { gapsSeen: string[]; steps: number } {
   const plan = planCombinedWrites({ operator, gateways, shoots, stored: [...store.values()] });
   const gapsSeen: string[] = [];
   let steps = 0;
@@ -61,7 +62,7 @@ function replay(store: Store, shoots: readonly AppliedAcl[], mustStay: ReadonlyM
   return { gapsSeen, steps };
 }
 
-const policies = (shoots: readonly AppliedAcl[]) => new Map(shoots.map((s) => [s.technicalID, [combinedConnectPolicy(s, operator)]]));
+const policies = (shoots: readonly AppliedAcl[]) => new Map(shoots.map((s) => [s.technicalID, [combinedConnectEntry(s, operator)]]));
 /** The store holds exactly what the generator wants for these shoots. */
 function exactly(store: Store, shoots: readonly AppliedAcl[]): void {
   const wanted = planCombinedConnectFilters({ operator, gateways: GATEWAYS, shoots }).filters;
@@ -98,13 +99,38 @@ describe('combined filter write plan (add before remove)', () => {
     exactly(store, range(0, 20));
   });
 
+  it('audit mode: a shoot switched to audit moves to its shard\'s shadow rules in one write, and coverage tells the modes apart', () => {
+    const store: Store = new Map();
+    replay(store, range(0, 20), new Map());
+    const audited: AppliedAcl = { ...shoot(5), rule: { ...shoot(5).rule, mode: 'audit' } };
+    const next = range(0, 20).map((s) => (s.technicalID === audited.technicalID ? audited : s));
+    const plan = planCombinedWrites({ operator, gateways: GATEWAYS, shoots: next, stored: [...store.values()] });
+    // One shard per gateway and port changes, and directly to its final content.
+    expect(plan.grow).toHaveLength(GATEWAYS.length * operator.protectedPorts.length);
+    expect([plan.settle.length, plan.deletions.length]).toEqual([0, 0]);
+    replay(store, next, new Map());
+    exactly(store, next);
+    const holding = [...store.values()].filter((f) => JSON.stringify(f.spec).includes(audited.technicalID));
+    for (const filter of holding) {
+      const config = (filter.spec as { configPatches: { patch: { value: { typed_config: Record<string, { policies?: Record<string, unknown> } | boolean> } } }[] }).configPatches[0]!.patch.value.typed_config;
+      expect(Object.keys((config['shadow_rules'] as { policies: object }).policies)).toEqual([audited.technicalID]);
+      expect(Object.keys((config['rules'] as { policies: object }).policies)).not.toContain(audited.technicalID);
+      expect(config['track_per_rule_stats']).toBe(true);
+    }
+    const coverage = storedCoverage([...store.values()]);
+    const namespaces = GATEWAYS.map((g) => g.namespace);
+    expect(uncoveredPaths(coverage, audited.technicalID, combinedConnectEntry(audited, operator), namespaces, operator.protectedPorts)).toEqual([]);
+    // The enforced form of the same policy is not what is stored: Succeeded would be a lie.
+    expect(uncoveredPaths(coverage, audited.technicalID, combinedConnectEntry(shoot(5), operator), namespaces, operator.protectedPorts)).toHaveLength(namespaces.length * operator.protectedPorts.length);
+  });
+
   it('point 3: a shoot whose ACL changes while it moves carries its old or its new policy at every step, never none', () => {
     const store: Store = new Map();
     replay(store, range(0, 20), new Map());
     const changed = shoot(3, ['192.0.2.0/24', '2001:db8::/32']);
     const next = [...range(0, 26).filter((s) => s.technicalID !== changed.technicalID), changed];
     const mustStay = policies(range(0, 20));
-    mustStay.set(changed.technicalID, [combinedConnectPolicy(shoot(3), operator), combinedConnectPolicy(changed, operator)]);
+    mustStay.set(changed.technicalID, [combinedConnectEntry(shoot(3), operator), combinedConnectEntry(changed, operator)]);
     expect(replay(store, next, mustStay).gapsSeen).toEqual([]);
     exactly(store, next);
   });

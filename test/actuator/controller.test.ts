@@ -31,7 +31,7 @@ const mrRef = (ns: string): ObjectRef => ({ apiVersion: 'resources.gardener.clou
 
 interface ExtensionView {
   metadata: { annotations?: Record<string, string>; finalizers?: string[]; generation?: number; resourceVersion: string };
-  status?: { lastOperation?: { type: string; state: string }; lastError?: { description: string; codes?: string[] }; observedGeneration?: number; state?: { applied?: { rule: { cidrs: string[] } } } };
+  status?: { lastOperation?: { type: string; state: string }; lastError?: { description: string; codes?: string[] }; observedGeneration?: number; state?: { applied?: { rule: { cidrs: string[]; mode?: string } } } };
 }
 
 describe('extension controller on a real kube-apiserver', () => {
@@ -195,6 +195,36 @@ describe('extension controller on a real kube-apiserver', () => {
     });
     await succeeded(A);
   });
+
+  it('audit mode end to end: recorded in the state, shadow rules in every combined shard and in the shoot’s own filter, an Event says nothing is refused; back to enforce restores the rules (issue 14 point 1)', async () => {
+    await settled('before audit');
+    const withMode = (mode: string) => ({ rule: { ...allowRule('203.0.113.0/24').rule, mode } });
+    const sections = async () => {
+      const filters = await combined();
+      const raw = filters.flatMap((f) => f.spec.configPatches.map((p) => p.patch.value.typed_config as unknown as Record<string, { policies: Record<string, unknown> } | undefined>));
+      return { count: filters.length, enforced: raw.filter((c) => c['rules']?.policies[technicalID(A)]).length, audited: raw.filter((c) => c['shadow_rules']?.policies[technicalID(A)]).length };
+    };
+    await mergePatch(cp.kubeConfig, extRef(technicalID(A)), { metadata: { annotations: { 'gardener.cloud/operation': 'reconcile' } }, spec: { providerConfig: withMode('Audit') } });
+    await eventually('audit recorded', async () => (await ext(A))?.status?.state?.applied?.rule.mode === 'audit');
+    await succeeded(A);
+    await settled('after audit');
+    expect(await sections()).toEqual({ count: 4, enforced: 0, audited: 4 });
+    const own = await eventually('own filter in audit', async () => {
+      const f = (await getObject(cp.kubeConfig, filterRef(A, DEFAULT_GW.namespace))) as { spec: { configPatches: { patch: { value: { typed_config: Record<string, unknown> } } }[] } } | undefined;
+      const config = f?.spec.configPatches[0]?.patch.value.typed_config;
+      return config && 'shadow_rules' in config && config;
+    }, 60_000);
+    expect(own['rules']).toBeUndefined();
+    await eventually('audit Event', async () => {
+      const list = (await listAll(cp.kubeConfig, `/api/v1/namespaces/${technicalID(A)}/events`)).items as { reason: string; message: string }[];
+      return list.some((ev) => ev.reason === 'ACLWarning' && ev.message.includes('spec.providerConfig.rule.mode: is audit: this ACL refuses no connection'));
+    }, 30_000);
+    await mergePatch(cp.kubeConfig, extRef(technicalID(A)), { metadata: { annotations: { 'gardener.cloud/operation': 'reconcile' } }, spec: { providerConfig: withMode('enforce') } });
+    await eventually('enforce recorded', async () => (await ext(A))?.status?.state?.applied?.rule.mode === undefined);
+    await succeeded(A);
+    await settled('after enforce');
+    expect(await sections()).toEqual({ count: 4, enforced: 4, audited: 0 });
+  }, 90_000);
 
   it('an invalid providerConfig sets lastError and keeps the previous protection', async () => {
     await settled('before invalid change');

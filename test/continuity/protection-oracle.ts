@@ -68,7 +68,7 @@ function sniChains(filters: readonly GeneratedEnvoyFilter[], namespace: string, 
     for (const p of f.spec.configPatches) {
       if (p.applyTo !== 'NETWORK_FILTER' || p.match.listener.portNumber !== port || !('sni' in p.match.listener.filterChain)) continue;
       const host = p.match.listener.filterChain.sni;
-      chains.set(host, [...(chains.get(host) ?? []), p.patch.value.typed_config.rules]);
+      chains.set(host, [...(chains.get(host) ?? []), ...(p.patch.value.typed_config.rules ? [p.patch.value.typed_config.rules] : [])]);
     }
   }
   return chains;

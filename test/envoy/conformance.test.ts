@@ -3,53 +3,32 @@
 // connections; every decision must equal DESIGN section 3 (the oracle).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { normalizeCidrSet } from '../../src/acl/cidr.js';
-import { legacyProxyPatch } from '../../src/rbac/legacy-proxy-patch.js';
 import { allEnvoyFilters, buildSeedEnvoyFilters } from '../../src/rbac/seed-envoy-filters.js';
 import { admits, type OracleShoot } from '../oracle/acl-semantics.js';
 import {
   CLIENTS,
-  HA_SHOOT,
-  MATRIX_SHOOTS,
   OUTSIDER,
   connectCases,
   connectExpected,
-  connectMismatch,
+  connectMismatches,
   oracleClient,
   proxyHeader,
   runAll,
   type Client,
 } from '../support/conformance-matrix.js';
 import { kapi, vpn } from '../support/decide.js';
-import { testSeed, type TestShoot } from '../support/test-seed.js';
-import jsonpatch from 'fast-json-patch';
+import { testSeed } from '../support/test-seed.js';
 import { encodeProxyV2Header, headerValue, httpConnect, probeTcp, probeTls, sendHttpRequest } from './clients.js';
-import { gatewayUpstreams, hcmStatPrefix, type GardenerGatewaySpec } from './gardener-gateway.js';
-import { DESTINATION_HEADER_REGEX, GARDENER_ERAS, gardenerLegacyProxyEnvoyFilter, type GardenerEra } from './gardener-shapes.js';
-import type { JsonObject } from './json.js';
+import { CONFORMANCE_SHOOTS, DOMAIN, apiserverIP, conformanceGatewaySpec, host, patchedLegacyFilters } from './conformance-seed.js';
+import { gatewayUpstreams, hcmStatPrefix } from './gardener-gateway.js';
+import { DESTINATION_HEADER_REGEX, GARDENER_ERAS } from './gardener-shapes.js';
 import { startLiveGateway, type LiveGateway } from './live-gateway.js';
 
-const DOMAIN = 'ingress.seed.example.test';
-const host = (id: string): string => `api.${id}.example.test`;
-
-// This suite's always-allowed ranges (the Istio suite derives its own from Gardener's objects).
-const ALWAYS_ALLOWED: Readonly<Record<string, Pick<TestShoot, 'always' | 'legacyProxyAllowed'>>> = {
-  'shoot--p--foo': { always: ['10.250.0.0/16'], legacyProxyAllowed: ['100.96.0.0/11'] },
-  'shoot--bar--a': { always: ['10.250.0.0/16'] },
-};
-const SHOOTS: TestShoot[] = MATRIX_SHOOTS.map((s) => ({ ...s, ...ALWAYS_ALLOWED[s.id], hosts: [host(s.id)] }));
-
+const SHOOTS = CONFORMANCE_SHOOTS;
 const built = testSeed(SHOOTS, { observabilityDomain: DOMAIN });
 const ORACLE: readonly OracleShoot[] = built.oracle;
 const GENERATED = allEnvoyFilters(buildSeedEnvoyFilters(built.seed));
-
-function gatewaySpec(era: GardenerEra): GardenerGatewaySpec {
-  return {
-    era,
-    family: 'dual',
-    observabilityWildcardDomain: DOMAIN,
-    shoots: SHOOTS.map((s) => ({ technicalID: s.id, sniChains: [[host(s.id)]], ...(s.id === HA_SHOOT ? { haVpnServers: 5 } : {}) })),
-  };
-}
+const gatewaySpec = conformanceGatewaySpec;
 
 describe.each(['v1.130-v1.138', 'v1.139-v1.147'] as const)('conformance on a Gardener %s gateway (real Envoy)', (era) => {
   let gateway: LiveGateway;
@@ -75,13 +54,7 @@ describe.each(['v1.130-v1.138', 'v1.139-v1.147'] as const)('conformance on a Gar
       const deniedBefore = await gateway.envoy.stat(deniedStat);
       const expectation = { oracle: ORACLE, protectedHeaders: built.seed.operator.protectedHeaders, routeHeader, routeRegex: regex, clusters };
       const cases = connectCases();
-      const mismatches = await runAll(
-        cases.map(({ client, headers }) => async () => {
-          const target = await gateway.endpoint(port, client.listenerFamily);
-          const result = await httpConnect({ ...target, headers, proxyHeader: proxyHeader(client), localAddress: client.localAddress });
-          return connectMismatch(client, headers, result, expectation);
-        }),
-      );
+      const mismatches = await connectMismatches(gateway, port, cases, expectation);
       expect(cases.length).toBeGreaterThan(500);
       expect(mismatches.filter(Boolean)).toEqual([]);
       const expectedDenials = cases.filter(({ client, headers }) => !connectExpected(client, headers, expectation)).length;
@@ -132,16 +105,9 @@ describe.each(['v1.130-v1.138', 'v1.139-v1.147'] as const)('conformance on a Gar
 
 describe('conformance on a Gardener 1.114–1.122 gateway: legacy PROXY-protocol apiserver-proxy port (real Envoy)', () => {
   let gateway: LiveGateway;
-  const apiserverIP = (i: number): string => `240.0.0.${10 + i}`;
 
   beforeAll(async () => {
-    const acls = new Map(built.seed.shoots.map((s) => [s.technicalID, s]));
-    const legacyFilters = SHOOTS.map((s, i) => {
-      const original = gardenerLegacyProxyEnvoyFilter({ technicalID: s.id, apiserverIP: apiserverIP(i), name: `${s.id}-apiserver-proxy` });
-      const ops = legacyProxyPatch(original, (id) => acls.get(id), built.seed.operator.legacyProxyPort);
-      return jsonpatch.applyPatch(structuredClone(original), ops).newDocument as JsonObject;
-    });
-    gateway = await startLiveGateway({ ...gatewaySpec('v1.114-v1.122'), envoyFilters: [...GENERATED, ...legacyFilters] });
+    gateway = await startLiveGateway({ ...gatewaySpec('v1.114-v1.122'), envoyFilters: [...GENERATED, ...patchedLegacyFilters(built.seed)] });
   });
   afterAll(async () => {
     await gateway?.stop();

@@ -26,11 +26,19 @@ function inAny(cidrs: readonly Cidr[], a: Address): boolean {
 
 export function admits(shoot: OracleShoot, client: OracleClient): boolean {
   const { rule } = shoot;
-  if (!rule) return true;
+  // Audit mode refuses nothing: it only counts what enforce would refuse (wouldRefuse).
+  if (!rule || rule.mode === 'audit') return true;
+  return !wouldRefuse(shoot, client);
+}
+
+/** What the rule refuses when enforced, whatever its mode: what audit mode counts. */
+export function wouldRefuse(shoot: OracleShoot, client: OracleClient): boolean {
+  const { rule } = shoot;
+  if (!rule) return false;
   const selected = rule.type === 'direct_remote_ip' ? client.direct : client.remote;
   const inRule = inAny(rule.cidrs, selected);
   const always = inAny(shoot.alwaysAllowed, client.remote);
-  return rule.action === 'ALLOW' ? inRule || always : !inRule || always;
+  return !(rule.action === 'ALLOW' ? inRule || always : !inRule || always);
 }
 
 /**

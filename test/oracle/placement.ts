@@ -8,7 +8,7 @@ export function connectRules(filters: readonly GeneratedEnvoyFilter[], namespace
     .filter((f) => f.metadata.namespace === namespace)
     .flatMap((f) => f.spec.configPatches)
     .filter((p) => p.applyTo === 'HTTP_FILTER' && p.match.listener.portNumber === port)
-    .map((p) => p.patch.value.typed_config.rules);
+    .flatMap((p) => p.patch.value.typed_config.rules ?? []); // an audit-mode filter (shadow rules only) enforces nothing
 }
 
 export function sniChainRules(filters: readonly GeneratedEnvoyFilter[], namespace: string, port: number, chainHosts: readonly string[]): RbacRules[] {
@@ -17,5 +17,5 @@ export function sniChainRules(filters: readonly GeneratedEnvoyFilter[], namespac
     .flatMap((f) => f.spec.configPatches)
     .filter((p) => p.applyTo === 'NETWORK_FILTER' && p.match.listener.portNumber === port)
     .filter((p) => 'sni' in p.match.listener.filterChain && chainHosts.includes(p.match.listener.filterChain.sni))
-    .map((p) => p.patch.value.typed_config.rules);
+    .flatMap((p) => p.patch.value.typed_config.rules ?? []); // an audit-mode filter (shadow rules only) enforces nothing
 }

@@ -45,7 +45,7 @@ describe('sharding of the combined CONNECT filters', () => {
     expect(combined.length).toBeGreaterThan(1);
     for (const f of combined) expect(JSON.stringify(f).length).toBeLessThanOrEqual(200 * 1024);
     for (const port of seed.operator.protectedPorts) {
-      const ids = combined.filter((f) => f.metadata.name.startsWith(`acl-connect-${port}-`)).flatMap((f) => Object.keys(f.spec.configPatches[0]?.patch.value.typed_config.rules.policies ?? {}));
+      const ids = combined.filter((f) => f.metadata.name.startsWith(`acl-connect-${port}-`)).flatMap((f) => Object.keys(f.spec.configPatches[0]?.patch.value.typed_config.rules?.policies ?? {}));
       expect(ids.sort()).toEqual(shoots.map((s) => s.id).sort());
     }
   });

@@ -45,6 +45,8 @@ const ruleArb = fc.record({
   action: fc.constantFrom('ALLOW', 'DENY', 'allow', 'Deny'),
   type: fc.constantFrom('remote_ip', 'direct_remote_ip', 'source_ip'),
   cidrs: fc.array(cidrText, { minLength: 1, maxLength: 4 }),
+  // Audit refuses nothing on any path; the oracle says so.
+  mode: fc.constantFrom(undefined, undefined, 'enforce', 'audit', 'Audit'),
 });
 
 const shootsArb = fc.uniqueArray(fc.constantFrom(...ID_POOL), { minLength: 1, maxLength: ID_POOL.length }).chain((ids) =>

@@ -4,7 +4,8 @@
 // HTTP-CONNECT header sets. Every expected verdict comes from the oracle (DESIGN section 3), so a
 // suite that uses other shoots or always-allowed ranges only needs other OracleShoots.
 
-import { encodeProxyV2Header, type ConnectResult } from '../envoy/clients.js';
+import { encodeProxyV2Header, httpConnect, type ConnectResult } from '../envoy/clients.js';
+import type { BoundAddress } from '../envoy/envoy-process.js';
 import { admits, connectAdmitted, type OracleClient, type OracleShoot } from '../oracle/acl-semantics.js';
 import { addr } from '../oracle/addresses.js';
 import { kapi, socket, vpn, type Headers } from './decide.js';
@@ -169,4 +170,21 @@ export function connectMismatch(client: Client, headers: Headers, result: Pick<C
     if (!reached || !admits(reached, oracleClient(client))) problems.push(`reached ${result.tunnel.shoot}, which does not admit the client`);
   }
   return problems.length === 0 ? undefined : `${client.label} ${JSON.stringify(headers)}: ${problems.join('; ')}`;
+}
+
+/** Sends every case as a real CONNECT to the gateway's listener for `port`; what differs from DESIGN, one line per case. */
+export async function connectMismatches(
+  gateway: { endpoint(logicalPort: number, family?: 4 | 6): Promise<BoundAddress> },
+  port: number,
+  cases: readonly { client: Client; headers: Headers }[],
+  expectation: ConnectExpectation,
+): Promise<string[]> {
+  const results = await runAll(
+    cases.map(({ client, headers }) => async () => {
+      const target = await gateway.endpoint(port, client.listenerFamily);
+      const result = await httpConnect({ ...target, headers, proxyHeader: proxyHeader(client), localAddress: client.localAddress });
+      return connectMismatch(client, headers, result, expectation);
+    }),
+  );
+  return results.filter((m): m is string => m !== undefined);
 }

@@ -8,7 +8,7 @@ import type { OracleShoot } from '../oracle/acl-semantics.js';
 export interface TestShoot {
   readonly id: string;
   /** Omitted: the shoot has no ACL. */
-  readonly rule?: { readonly action: string; readonly type: string; readonly cidrs: readonly string[] };
+  readonly rule?: { readonly action: string; readonly type: string; readonly cidrs: readonly string[]; readonly mode?: string | undefined };
   readonly always?: readonly string[];
   readonly legacyProxyAllowed?: readonly string[];
   readonly hosts?: readonly string[];
@@ -24,8 +24,8 @@ export function cidr(text: string): Cidr {
   return parsed.cidr;
 }
 
-export function rule(action: string, type: string, cidrs: readonly string[]): AclRule {
-  const parsed = parseProviderConfig({ rule: { action, type, cidrs } }, 1000, 'providerConfig');
+export function rule(action: string, type: string, cidrs: readonly string[], mode?: string): AclRule {
+  const parsed = parseProviderConfig({ rule: { action, type, cidrs, ...(mode === undefined ? {} : { mode }) } }, 1000, 'providerConfig');
   if (!parsed.ok) throw new Error(`test rule: ${JSON.stringify(parsed.errors)}`);
   return parsed.rule;
 }
@@ -45,7 +45,7 @@ export function testSeed(
   const oracle: OracleShoot[] = [];
   for (const s of shoots) {
     const always = normalizeCidrSet((s.always ?? []).map(cidr));
-    const r = s.rule ? rule(s.rule.action, s.rule.type, s.rule.cidrs) : undefined;
+    const r = s.rule ? rule(s.rule.action, s.rule.type, s.rule.cidrs, s.rule.mode) : undefined;
     oracle.push({ technicalID: s.id, rule: r, alwaysAllowed: always });
     if (!r) continue;
     acls.push({

@@ -45,7 +45,7 @@ describe('webhook index with an oversized shoot', () => {
   it('point 5: knows the combined filter holding the other shoots, without the oversized one', () => {
     const filter = index.combinedFilter('istio-ingress', 'acl-connect-8132-000');
     expect(filter).toBeDefined();
-    const policies = filter?.spec.configPatches.flatMap((p) => Object.keys(p.patch.value.typed_config.rules.policies));
+    const policies = filter?.spec.configPatches.flatMap((p) => Object.keys(p.patch.value.typed_config.rules?.policies ?? {}));
     expect(policies).toEqual(['shoot--p--small']);
   });
 });
