@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { CONTROLLER_USAGE, controllerCommand } from './controller-command.js';
+import { EXPLAIN_USAGE, explainCommand } from './explain-command.js';
 import { REGISTRATION_USAGE, registrationCommand } from './registration-command.js';
 import { renderCommand, RENDER_USAGE, type CommandIO } from './render-command.js';
 import { packageVersion } from './version.js';
@@ -9,6 +10,7 @@ const USAGE = `usage: gardener-acl <command> [options]
 
 commands:
   render       print the EnvoyFilters for a seed's objects (offline)
+  explain      why a client is admitted or refused on each path into a shoot's control plane
   controller   run the extension controller on a seed
   registration print the ControllerRegistration/ControllerDeployment (or gardener-operator Extension)
   webhook      serve the admission webhooks (EnvoyFilters on the seed, Shoots in the garden)
@@ -16,6 +18,8 @@ commands:
   version      print the version
 
 ${RENDER_USAGE}
+
+${EXPLAIN_USAGE}
 
 ${CONTROLLER_USAGE}
 
@@ -32,6 +36,8 @@ async function main(argv: readonly string[]): Promise<number> {
   switch (command) {
     case 'render':
       return renderCommand(rest, io);
+    case 'explain':
+      return explainCommand(rest, io);
     case 'controller':
       return controllerCommand(rest, io);
     case 'registration':

@@ -3,6 +3,8 @@ import { formatFieldErrors } from '../acl/field-errors.js';
 import { parseOperatorConfig, type OperatorConfig } from '../acl/operator-config.js';
 import { classifyObjects, type SourcedObject } from '../gardener/inventory.js';
 import type { Problem } from '../gardener/problems.js';
+import type { SeedAcl } from '../acl/model.js';
+import type { EnvoyFilterObject } from '../gardener/objects.js';
 import { seedAclFromInventory } from '../gardener/seed-acl.js';
 import type { GeneratedEnvoyFilter } from '../rbac/envoy-filter-types.js';
 import { legacyProxyPatch } from '../rbac/legacy-proxy-patch.js';
@@ -22,11 +24,15 @@ export interface SeedRender {
   readonly problems: readonly Problem[];
 }
 
-/**
- * The offline pipeline behind `gardener-acl render`: seed objects in, EnvoyFilters and legacy
- * patches out. `operator` overrides an OperatorConfiguration found among the objects.
- */
-export function renderSeed(objects: readonly SourcedObject[], operator?: OperatorConfig): SeedRender {
+/** The seed's ACL model from its objects, with Gardener's legacy EnvoyFilters and every problem found. */
+export interface SeedModel {
+  readonly seed: SeedAcl | undefined;
+  readonly legacyFilters: readonly EnvoyFilterObject[];
+  readonly problems: readonly Problem[];
+}
+
+/** Objects in, ACL model out: the part `render` and `explain` share. `operator` overrides an OperatorConfiguration found among the objects. */
+export function seedModelFromObjects(objects: readonly SourcedObject[], operator?: OperatorConfig): SeedModel {
   const classified = classifyObjects(objects);
   const problems: Problem[] = [...classified.problems];
   let config = operator;
@@ -38,7 +44,7 @@ export function renderSeed(objects: readonly SourcedObject[], operator?: Operato
     const parsed = parseOperatorConfig(raw?.object);
     if (!parsed.ok) {
       problems.push({ severity: 'error', object: `${raw?.source ?? 'operator configuration'}: OperatorConfiguration`, message: formatFieldErrors(parsed.errors) });
-      return { envoyFilters: [], patches: [], problems };
+      return { seed: undefined, legacyFilters: [], problems };
     }
     config = parsed.config;
   }
@@ -47,13 +53,23 @@ export function renderSeed(objects: readonly SourcedObject[], operator?: Operato
     const source = classified.sources.get(p.object);
     problems.push(source ? { ...p, object: `${source}: ${p.object}` } : p);
   }
-  const aclByID = new Map(seed.shoots.map((s) => [s.technicalID, s]));
-  const patches: EnvoyFilterPatch[] = [];
   const legacyFilters = [...classified.envoyFilters]
     .filter((f) => f.metadata.name.startsWith('shoot-'))
     .sort((a, b) => a.metadata.namespace.localeCompare(b.metadata.namespace) || a.metadata.name.localeCompare(b.metadata.name));
+  return { seed, legacyFilters, problems };
+}
+
+/**
+ * The offline pipeline behind `gardener-acl render`: seed objects in, EnvoyFilters and legacy
+ * patches out. `operator` overrides an OperatorConfiguration found among the objects.
+ */
+export function renderSeed(objects: readonly SourcedObject[], operator?: OperatorConfig): SeedRender {
+  const { seed, legacyFilters, problems } = seedModelFromObjects(objects, operator);
+  if (!seed) return { envoyFilters: [], patches: [], problems };
+  const aclByID = new Map(seed.shoots.map((s) => [s.technicalID, s]));
+  const patches: EnvoyFilterPatch[] = [];
   for (const filter of legacyFilters) {
-    const operations = legacyProxyPatch(filter, (id) => aclByID.get(id), config.legacyProxyPort);
+    const operations = legacyProxyPatch(filter, (id) => aclByID.get(id), seed.operator.legacyProxyPort);
     if (operations.length === 0) continue;
     patches.push({
       apiVersion: 'acl.gardener.cloud/v1alpha1',

@@ -1,0 +1,175 @@
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { parseOperatorConfig } from '../acl/operator-config.js';
+import { parseTechnicalID } from '../acl/shoot-identity.js';
+import { EXPLAIN_PATHS, explainShoot, parseClientAddress, type Explanation, type LegacyChain } from '../explain/explain-acl.js';
+import type { SourcedObject } from '../gardener/inventory.js';
+import { formatProblem, type Problem } from '../gardener/problems.js';
+import { WATCHED } from '../gardener/watched-resources.js';
+import { describeError } from '../kube/errors.js';
+import { listAll } from '../kube/list-watch.js';
+import { findLegacyChains } from '../rbac/legacy-proxy-patch.js';
+import { seedModelFromObjects } from '../render/seed-render.js';
+import { loadKubeConfig } from './kubeconfig.js';
+import { loadDocuments } from './load-documents.js';
+import { EMBEDDED_EXAMPLE, type CommandIO } from './render-command.js';
+
+export const EXPLAIN_USAGE = `usage: gardener-acl explain --shoot ID --client IP [--peer IP] [--path api|connect|observability|legacy]
+                           [--header 'Name: value']... [--output text|json]
+                           [--kubeconfig PATH | [--config operator.yaml] [PATH...]]
+
+Prints, for every path into the shoot's control plane and every gateway, whether the client is
+admitted and why: the ALLOW/DENY or always-allowed range that decided, or that none matched.
+--client is the address Envoy sees as remote (the PROXY-protocol source when the seed's load
+balancer sends one); --peer the physical peer, for direct_remote_ip rules (default: --client).
+--header gives a concrete CONNECT request (repeat it for several headers): the verdict then
+names every shoot the request targets and the header form that targets it.
+The seed is read from files (like render; without PATH the embedded example seed) or, with
+--kubeconfig, from the live seed (the objects the controller reads; --config names the
+operator configuration file the controller runs with, default values otherwise).
+Exit codes: 0 every listed path admits, 1 some path refuses, 2 invalid input.`;
+
+const headerSchema = z.string().transform((text, ctx): [string, string] => {
+  const colon = text.indexOf(':');
+  if (colon <= 0) {
+    ctx.addIssue({ code: 'custom', message: `--header ${JSON.stringify(text)} is not "Name: value"; write e.g. --header 'Reversed-VPN: outbound|1194||vpn-seed-server.shoot--p--a.svc.cluster.local'` });
+    return z.NEVER;
+  }
+  return [text.slice(0, colon).trim(), text.slice(colon + 1).trim()];
+});
+
+const addressSchema = (flag: string) =>
+  z.string({ error: `${flag} is required: the client's IP address, e.g. ${flag} 203.0.113.9` }).transform((text, ctx) => {
+    const parsed = parseClientAddress(text);
+    if (!parsed) {
+      ctx.addIssue({ code: 'custom', message: `${flag} ${JSON.stringify(text)} is not an IPv4 or IPv6 address; write e.g. 203.0.113.9 or 2001:db8::1` });
+      return z.NEVER;
+    }
+    return parsed;
+  });
+
+const argsSchema = z.object({
+  shoot: z.string({ error: '--shoot is required: the technical ID, e.g. --shoot shoot--project--name' }).refine((id) => parseTechnicalID(id) !== undefined, {
+    error: (issue) => `--shoot ${JSON.stringify(issue.input)} is not a technical ID; write shoot--<project>--<name> (or the legacy shoot-<project>--<name>)`,
+  }),
+  client: addressSchema('--client'),
+  peer: addressSchema('--peer').optional(),
+  path: z.enum(EXPLAIN_PATHS, { error: (i) => `--path must be one of ${EXPLAIN_PATHS.join(', ')}, not ${JSON.stringify(i.input)}` }).optional(),
+  header: z.array(headerSchema).optional(),
+  output: z.enum(['text', 'json'], { error: (i) => `--output must be text or json, not ${JSON.stringify(i.input)}` }),
+  kubeconfig: z.string().optional(),
+  config: z.string().optional(),
+  paths: z.array(z.string()),
+});
+
+function formatText(explanation: Explanation): string {
+  const lines = [explanation.summary];
+  for (const v of explanation.verdicts) lines.push(`${v.verdict.padEnd(8)} ${v.path.padEnd(13)} ${v.gateway}  ${v.at}\n         ${v.reason}`);
+  if (explanation.verdicts.length === 0) lines.push('(no path of this kind leads to the shoot on this seed)');
+  return `${lines.join('\n')}\n`;
+}
+
+/** The objects the controller reads, from the live seed, as documents for the same pipeline as `render`. */
+async function liveObjects(kubeconfig: string): Promise<SourcedObject[]> {
+  const kc = loadKubeConfig(kubeconfig);
+  const sources: readonly { readonly path: string; readonly labelSelector?: string; readonly apiVersion: string; readonly kind: string }[] = [
+    { ...WATCHED.clusters, apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Cluster' },
+    { ...WATCHED.extensions, apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension' },
+    { ...WATCHED.infrastructures, apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Infrastructure' },
+    { ...WATCHED.gateways, apiVersion: 'networking.istio.io/v1beta1', kind: 'Gateway' },
+    { ...WATCHED.gatewayDeployments, apiVersion: 'apps/v1', kind: 'Deployment' },
+    { ...WATCHED.gatewayServices, apiVersion: 'v1', kind: 'Service' },
+    { ...WATCHED.kubeSystemConfigMaps, apiVersion: 'v1', kind: 'ConfigMap' },
+    { ...WATCHED.envoyFilters, apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter' },
+  ];
+  const objects: SourcedObject[] = [];
+  for (const source of sources) {
+    const list = await listAll(kc, source.path, source.labelSelector ? { labelSelector: source.labelSelector } : {});
+    // List items carry no apiVersion and kind of their own.
+    for (const item of list.items) objects.push({ object: { ...item, apiVersion: source.apiVersion, kind: source.kind }, source: `seed ${source.path}` });
+  }
+  return objects;
+}
+
+export async function explainCommand(argv: readonly string[], io: CommandIO): Promise<number> {
+  let raw;
+  try {
+    raw = parseArgs({
+      args: [...argv],
+      options: {
+        shoot: { type: 'string' },
+        client: { type: 'string' },
+        peer: { type: 'string' },
+        path: { type: 'string' },
+        header: { type: 'string', multiple: true },
+        output: { type: 'string', short: 'o', default: 'text' },
+        kubeconfig: { type: 'string' },
+        config: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      allowPositionals: true,
+    });
+  } catch (error) {
+    io.stderr(`${(error as Error).message}\n${EXPLAIN_USAGE}\n`);
+    return 2;
+  }
+  if (raw.values.help) {
+    io.stdout(`${EXPLAIN_USAGE}\n`);
+    return 0;
+  }
+  const args = argsSchema.safeParse({ ...raw.values, paths: raw.positionals });
+  if (!args.success) {
+    io.stderr(`${args.error.issues.map((i) => i.message).join('\n')}\n${EXPLAIN_USAGE}\n`);
+    return 2;
+  }
+  const a = args.data;
+  if (a.kubeconfig && a.paths.length > 0) {
+    io.stderr(`give either --kubeconfig or PATHs, not both\n${EXPLAIN_USAGE}\n`);
+    return 2;
+  }
+  let objects: SourcedObject[];
+  const problems: Problem[] = [];
+  if (a.kubeconfig) {
+    try {
+      objects = await liveObjects(a.kubeconfig);
+    } catch (error) {
+      io.stderr(`gardener-acl explain: cannot read the seed: ${describeError(error)}\n`);
+      return 2;
+    }
+  } else {
+    const loaded = await loadDocuments(a.paths.length > 0 ? a.paths : [EMBEDDED_EXAMPLE]);
+    objects = loaded.objects;
+    problems.push(...loaded.problems);
+  }
+  let operator;
+  if (a.config) {
+    const loaded = await loadDocuments([a.config]);
+    problems.push(...loaded.problems);
+    const parsed = parseOperatorConfig(loaded.objects[0]?.object);
+    if (!parsed.ok) {
+      io.stderr(`${a.config}: ${parsed.errors.map((e) => `${e.path}: ${e.message}`).join('; ')}\n`);
+      return 2;
+    }
+    operator = parsed.config;
+  }
+  const model = seedModelFromObjects(objects, operator);
+  problems.push(...model.problems);
+  // Only what concerns this shoot (or the whole seed) is worth the reader's attention.
+  const relevant = problems.filter((p) => p.severity === 'error' && (p.object.includes(a.shoot) || !p.object.includes('shoot-')));
+  for (const p of relevant) io.stderr(`${formatProblem(p)}\n`);
+  if (!model.seed) return 2;
+  const legacyChains: LegacyChain[] = model.legacyFilters.flatMap((f) =>
+    findLegacyChains(f, model.seed?.operator.legacyProxyPort ?? 0).map((c) => ({ namespace: f.metadata.namespace, envoyFilter: `${f.metadata.namespace}/${f.metadata.name}`, technicalID: c.technicalID })),
+  );
+  const explanation = explainShoot({
+    seed: model.seed,
+    legacyChains,
+    technicalID: a.shoot,
+    client: a.client,
+    peer: a.peer,
+    paths: a.path ? [a.path] : undefined,
+    headers: a.header,
+  });
+  io.stdout(a.output === 'json' ? `${JSON.stringify(explanation, null, 2)}\n` : formatText(explanation));
+  return explanation.verdicts.some((v) => v.verdict === 'refused') ? 1 : 0;
+}
