@@ -9,7 +9,13 @@
 # Environment: GARDENER_ACL_CACHE (default ~/.cache/gardener-acl), PYTHON (default python3).
 set -euo pipefail
 
-ENVOY_VERSION=1.40.0
+# The version under test (default), or the one given as the only argument: 1.37.0 is the Envoy of
+# Istio 1.29, which Gardener's current release ships, so the conformance suites run on both.
+ENVOY_VERSION="${1:-1.40.0}"
+case "$ENVOY_VERSION" in
+  1.40.0|1.37.0) ;;
+  *) echo "setup-envoy: unsupported version $ENVOY_VERSION (1.40.0 or 1.37.0)" >&2; exit 2 ;;
+esac
 CACHE_ROOT="${GARDENER_ACL_CACHE:-$HOME/.cache/gardener-acl}"
 VENV="$CACHE_ROOT/envoy-$ENVOY_VERSION"
 PYTHON="${PYTHON:-python3}"

@@ -16,9 +16,10 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   npm ci --no-audit --no-fund
 fi
 
-step "real Envoy"
+step "real Envoy (1.40, and 1.37, the Envoy of Istio 1.29 that Gardener's current release ships)"
 ENVOY_BIN="$(bash scripts/setup-envoy.sh | tail -n 1)"
-export ENVOY_BIN
+ENVOY_BIN_1_37="$(bash scripts/setup-envoy.sh 1.37.0 | tail -n 1)"
+export ENVOY_BIN ENVOY_BIN_1_37
 
 step "Istio's own config generation (istio-render, built from Istio's Go module)"
 ISTIO_RENDER_BIN="$(bash scripts/setup-istio-render.sh | tail -n 1)"

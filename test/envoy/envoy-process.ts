@@ -12,7 +12,7 @@ import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promise
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { findEnvoyBinary } from './envoy-binary.js';
+import { findEnvoyBinary, type EnvoyVersion } from './envoy-binary.js';
 import { cloneJson, getObject, getObjectList, getString, type JsonObject } from './json.js';
 import { killOnExit } from '../support/child-processes.js';
 
@@ -34,6 +34,8 @@ export interface StartEnvoyOptions {
   /** Envoy's `--drain-time-s`: how long replaced listeners/filter chains keep old connections. */
   drainTimeSeconds?: number;
   startTimeoutMs?: number;
+  /** Which installed Envoy runs it (default: the version under test). */
+  envoyVersion?: EnvoyVersion;
 }
 
 export interface ListenerUpdateResult {
@@ -354,7 +356,7 @@ async function writeAtomically(path: string, content: string): Promise<void> {
 
 /** Starts Envoy and resolves once it is LIVE and every listener is bound. */
 export async function startEnvoy(options: StartEnvoyOptions): Promise<EnvoyInstance> {
-  const binary = findEnvoyBinary();
+  const binary = findEnvoyBinary(options.envoyVersion);
   const workDir = await mkdtemp(join(tmpdir(), 'gardener-acl-envoy-'));
   const ldsDir = join(workDir, 'lds');
   const ldsPath = join(ldsDir, 'listeners.json');

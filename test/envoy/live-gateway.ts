@@ -2,6 +2,7 @@
 // gateway of one era, EnvoyFilters placed the way Istio would (approximately), one Envoy serving it.
 
 import { EchoUpstreams } from './echo-upstreams.js';
+import type { EnvoyVersion } from './envoy-binary.js';
 import { startEnvoy, type BoundAddress, type EnvoyInstance, type ListenerUpdateResult } from './envoy-process.js';
 import {
   buildGardenerGateway,
@@ -18,6 +19,8 @@ export interface LiveGatewayOptions extends GardenerGatewaySpec {
   /** Serve listeners via file-based LDS so `applyEnvoyFilters` can change them without a restart. */
   listenersViaFile?: boolean;
   logLevel?: 'trace' | 'debug' | 'info' | 'warning' | 'error';
+  /** Which installed Envoy serves it (default: the version under test). */
+  envoyVersion?: EnvoyVersion;
 }
 
 export interface LiveGateway {
@@ -74,6 +77,7 @@ export async function startLiveGateway(options: LiveGatewayOptions): Promise<Liv
       bootstrap: gatewayBootstrap(placement.gateway),
       listenersViaFile: options.listenersViaFile,
       logLevel: options.logLevel,
+      envoyVersion: options.envoyVersion,
     });
     return new RunningGateway(envoy, echo, baseGateway, placement);
   } catch (error) {

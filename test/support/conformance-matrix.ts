@@ -129,10 +129,17 @@ export async function runAll<T>(tasks: readonly (() => Promise<T>)[], concurrenc
 }
 
 /** The cluster Gardener's CONNECT route sends the request to: the first value of its header, if the regex admits it. */
-export function routedCluster(headers: Headers, routeHeader: string, regex: RegExp): string | undefined {
-  const first = headers.find(([name]) => name.toLowerCase() === routeHeader.toLowerCase())?.[1];
-  return first !== undefined && regex.test(first) ? first : undefined;
+export function routedCluster(headers: Headers, routeHeader: string, regex: RegExp, repeated: RepeatedHeaderMatching = 'first-value'): string | undefined {
+  const values = headers.filter(([name]) => name.toLowerCase() === routeHeader.toLowerCase()).map(([, value]) => value);
+  const first = values[0];
+  if (first === undefined) return undefined;
+  // Envoy 1.37's route header matcher sees a repeated header as its values joined with ",".
+  const matched = repeated === 'joined' ? values.join(',') : first;
+  return regex.test(matched) ? first : undefined;
 }
+
+/** How the route's header regex sees a repeated header: the first value (Envoy 1.40) or all values joined (1.37). */
+export type RepeatedHeaderMatching = 'first-value' | 'joined';
 
 export interface ConnectExpectation {
   readonly oracle: readonly OracleShoot[];
@@ -140,6 +147,7 @@ export interface ConnectExpectation {
   /** The header the port's CONNECT route takes the cluster from, and the regex the route requires. */
   readonly routeHeader: string;
   readonly routeRegex: RegExp;
+  readonly routeRepeatedHeaders?: RepeatedHeaderMatching;
   /** Clusters the gateway has; a routed request to one of them must tunnel there when admitted. */
   readonly clusters: ReadonlySet<string>;
 }
@@ -158,7 +166,7 @@ export function connectExpected(client: Client, headers: Headers, e: Pick<Connec
 /** What is wrong with a real CONNECT's outcome (undefined: it is what DESIGN requires). */
 export function connectMismatch(client: Client, headers: Headers, result: Pick<ConnectResult, 'status' | 'tunnel'>, e: ConnectExpectation): string | undefined {
   const expected = connectExpected(client, headers, e);
-  const routed = routedCluster(headers, e.routeHeader, e.routeRegex);
+  const routed = routedCluster(headers, e.routeHeader, e.routeRegex, e.routeRepeatedHeaders);
   const problems: string[] = [];
   if (!expected && (result.status !== 403 || result.tunnel)) problems.push(`expected 403, got ${result.status}`);
   if (expected && result.status === 403) problems.push('denied but DESIGN admits');
