@@ -48,7 +48,7 @@ export interface RunningWebhookApp {
 export function admissionRoutes(operator: OperatorConfig, cache: AdmissionCacheSource | undefined, validateShoots: boolean, controllerUsername?: string): WebhookRoute[] {
   const routes: WebhookRoute[] = [];
   if (cache) {
-    const index = new AclIndex(cache, operator);
+    const index = new AclIndex(cache);
     routes.push({ name: 'envoyfilter', path: MUTATING_WEBHOOK_PATH, handle: (r) => mutateEnvoyFilter(r, index, operator, controllerUsername) });
   }
   if (validateShoots) routes.push({ name: 'shoot', path: VALIDATING_WEBHOOK_PATH, handle: (r) => validateShoot(r, operator.maxCIDRs) });

@@ -1,5 +1,5 @@
 // One shoot whose combined policy is larger than a shard must not make the webhook fail for
-// every other EnvoyFilter: its index answers legacy filters and combined filters as usual.
+// every other EnvoyFilter; and the index follows a changed Extension without reading the others again.
 import { describe, expect, it } from 'vitest';
 import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
 import { deploymentSchema, extensionSchema, type Extension } from '../../src/gardener/objects.js';
@@ -32,7 +32,7 @@ const gateway = deploymentSchema.parse({
 describe('webhook index with an oversized shoot', () => {
   const huge = aclExtension('shoot--p--huge', ['203.0.113.0/24'], Array.from({ length: 200 }, (_, i) => `198.18.${i}.7/32`));
   const small = aclExtension('shoot--p--small', ['192.0.2.0/24'], ['10.250.0.0/16']);
-  const index = new AclIndex(staticCacheSource([huge, small], [gateway]), operator);
+  const index = new AclIndex(staticCacheSource([huge, small], [gateway]));
 
   it('point 5: answers the legacy filter of another shoot', () => {
     const verdict = mutateEnvoyFilter({ uid: 'u1', operation: 'CREATE', name: 'shoot--p--small', namespace: 'istio-ingress', object: legacyFilter('shoot--p--small', 'istio-ingress') } as Parameters<typeof mutateEnvoyFilter>[0], index, operator);
@@ -42,10 +42,28 @@ describe('webhook index with an oversized shoot', () => {
     expect(index.legacyAcl('shoot--p--huge')?.alwaysAllowed.length).toBe(200);
   });
 
-  it('point 5: knows the combined filter holding the other shoots, without the oversized one', () => {
-    const filter = index.combinedFilter('istio-ingress', 'acl-connect-8132-000');
-    expect(filter).toBeDefined();
-    const policies = filter?.spec.configPatches.flatMap((p) => Object.keys(p.patch.value.typed_config.rules?.policies ?? {}));
-    expect(policies).toEqual(['shoot--p--small']);
+  it('a changed Extension is read again; unchanged ones are not (the cache keeps them as the same objects)', () => {
+    const reads: string[] = [];
+    // Records every read of status.state, the recorded ACL.
+    const watch = (e: Extension): Extension =>
+      new Proxy(e, {
+        get: (target, key) => {
+          const value: unknown = Reflect.get(target, key);
+          if (key !== 'status' || typeof value !== 'object' || value === null) return value;
+          return new Proxy(value, { get: (status, field) => (field === 'state' && reads.push(e.metadata.namespace), Reflect.get(status, field)) });
+        },
+      });
+    const [watchedHuge, watchedSmall] = [watch(huge), watch(small)];
+    let extensions = [watchedHuge, watchedSmall];
+    let revision = 0;
+    const incremental = new AclIndex({ extensions: () => extensions, deployments: () => [gateway], revision: () => revision, synced: () => true });
+    expect(incremental.legacyAcl('shoot--p--small')?.rule.cidrs.length).toBe(1);
+    expect(reads.sort()).toEqual(['shoot--p--huge', 'shoot--p--small']);
+    reads.length = 0;
+    extensions = [watchedHuge, watch(aclExtension('shoot--p--small', ['192.0.2.0/24', '198.51.100.0/24'], ['10.250.0.0/16']))];
+    revision++;
+    expect(incremental.legacyAcl('shoot--p--small')?.rule.cidrs.length).toBe(2);
+    expect(incremental.legacyAcl('shoot--p--huge')?.alwaysAllowed.length).toBe(200);
+    expect(reads).toEqual(['shoot--p--small']);
   });
 });
