@@ -3,6 +3,9 @@
 // would leave the counters silent and this test red), while another shoot in the same combined
 // shard is still enforced. The seed is Gardener's objects of the newest era, with one shoot's
 // providerConfig switched to `mode: audit`.
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpConnect, probeTls } from '../envoy/clients.js';
 import { isJsonObject, type JsonObject } from '../envoy/json.js';
@@ -18,6 +21,10 @@ const era = ERAS[ERA_NAMES[ERA_NAMES.length - 1]!];
 const AUDITED = 'shoot--p--foo';
 const ENFORCED = 'shoot--bar--a';
 const DENIED_BY_BAR = CLIENTS.find((c) => c.label === 'denied by bar--a, IPv4')!;
+// The access-log fields README "Trying an ACL safely" documents, in an operator's mesh config
+// (Gardener's sets only accessLogFile; Istio's default format has no RBAC metadata).
+const AUDIT_LOG_FORMAT = 'audit connect=%DYNAMIC_METADATA(envoy.filters.http.rbac:shadow_effective_policy_id)% tcp=%DYNAMIC_METADATA(envoy.filters.network.rbac:shadow_effective_policy_id)% client=%DOWNSTREAM_REMOTE_ADDRESS%\n';
+const meshConfig = (accessLog: string) => `accessLogFile: "${accessLog}"\naccessLogFormat: ${JSON.stringify(AUDIT_LOG_FORMAT)}\ningressControllerMode: "OFF"\n`;
 
 function withAudit(objects: readonly JsonObject[], technicalID: string): JsonObject[] {
   return objects.map((object) => {
@@ -31,13 +38,24 @@ function withAudit(objects: readonly JsonObject[], technicalID: string): JsonObj
 
 describe(`audit mode through Istio's rendering (Gardener ${era.name} seed)`, () => {
   let gateway: IstioGateway;
+  let accessLog: string;
   const shoot = FIXTURE_SHOOTS.find((s) => s.id === AUDITED)!;
+  // Envoy flushes file access logs every 10 s (its default file_flush_interval).
+  const logged = async (marker: string) => {
+    for (let i = 0; i < 150; i++) {
+      const lines = (await readFile(accessLog, 'utf8').catch(() => '')).split('\n').filter((l) => l.includes(marker));
+      if (lines.length > 0) return lines;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return [];
+  };
 
   beforeAll(async () => {
+    accessLog = path.join(await mkdtemp(path.join(tmpdir(), 'acl-audit-log-')), 'access.log');
     const objects = withAudit(gardenerSeedObjects(era), AUDITED);
     const generated = generateForSeed(objects);
     const gw = ingressGateway(shoot.gateway);
-    const render = await renderGatewayWithIstio(istioInputObjects(objects, generated), { namespace: gw.namespace, labels: gatewayLabels(era, gw) });
+    const render = await renderGatewayWithIstio(istioInputObjects(objects, generated), { namespace: gw.namespace, labels: gatewayLabels(era, gw) }, meshConfig(accessLog));
     gateway = await startIstioGateway(render);
   });
   afterAll(async () => {
@@ -69,5 +87,17 @@ describe(`audit mode through Istio's rendering (Gardener ${era.name} seed)`, () 
     for (let i = 0; i < 2; i++) expect((await probeTls({ ...target, sni: endpoint.sni, proxyHeader: proxyHeader(OUTSIDER) })).reached?.cluster).toBe(endpoint.cluster);
     expect(await stat('shadow_denied')).toBe(shadowBefore + 2);
     expect(await stat('denied')).toBe(deniedBefore);
+  });
+
+  it('the access log names the audited shoot a connection would have been refused for, with the client (both kinds of filter)', { timeout: 30_000 }, async () => {
+    const client = (proxySource: string) => proxyHeader({ label: proxySource, proxySource, listenerFamily: 4 });
+    const endpoint = sniEndpoints(era).find((e) => e.owner === AUDITED && e.kind === 'api' && e.tls.mode === 'passthrough')!;
+    await httpConnect({ ...(await gateway.endpoint(8132, 4)), headers: [['Reversed-VPN', `outbound|1194||vpn-seed-server-1.${AUDITED}.svc.cluster.local`]], proxyHeader: client('100.64.9.9') });
+    await probeTls({ ...(await gateway.endpoint(9443, 4)), sni: endpoint.sni, proxyHeader: client('100.64.8.8') });
+    // An admitted client leaves the field empty.
+    await probeTls({ ...(await gateway.endpoint(9443, 4)), sni: endpoint.sni, proxyHeader: client('203.0.113.9') });
+    expect((await logged('client=100.64.9.9:'))[0]).toMatch(new RegExp(`^audit connect=${AUDITED} tcp=- client=100\\.64\\.9\\.9:40000$`));
+    expect((await logged('client=100.64.8.8:'))[0]).toMatch(new RegExp(`^audit connect=- tcp=${AUDITED} client=100\\.64\\.8\\.8:40000$`));
+    expect((await logged('client=203.0.113.9:'))[0]).toMatch(/^audit connect=- tcp=- client=203\.0\.113\.9:40000$/);
   });
 });
