@@ -1,12 +1,24 @@
 // Renders a seed of N ACL shoots x M CIDRs through the whole offline pipeline (objects ->
-// model -> EnvoyFilters) and prints time, peak memory and object sizes.
+// model -> EnvoyFilters) twice and prints time, peak memory, object sizes and whether the two
+// outputs are byte-identical; side by side, each in its own process (peak RSS is per process):
+// the whole-seed render that holds every object (renderSeed, what `render` did until issue 13) and
+// the streaming render `render` uses now, both with the same V8 limits (256 MiB old space, a small
+// young generation), so the figures show what each render needs rather than how lazily V8 collects.
 // usage: npx tsx bench/render.ts [shoots=5000] [cidrs=50]
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import type { SourcedObject } from '../src/gardener/inventory.js';
-import { renderSeed } from '../src/render/seed-render.js';
+import { renderSeed, renderSeedStream } from '../src/render/seed-render.js';
 
 const SHOOTS = Number(process.argv[2] ?? 5000);
 const CIDRS = Number(process.argv[3] ?? 50);
+/** Set in the child processes: which render to measure. */
+const MODE = process.argv[4] as 'whole' | 'stream' | undefined;
+const HEAP_MIB = 256;
+// A small young generation: the render makes much short-lived garbage (one object at a time).
+const SEMI_SPACE_MIB = 4;
 const K8S_LIMIT = 512 * 1024;
 const GATEWAYS = ['istio-ingress', 'istio-ingress--z1', 'istio-ingress--z2'];
 
@@ -49,26 +61,88 @@ function seedObjects(): SourcedObject[] {
 
 const mib = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 
-const objects = seedObjects();
-const rssBefore = process.memoryUsage().rss;
-const t0 = performance.now();
-const first = renderSeed(objects);
-const t1 = performance.now();
-const second = renderSeed(objects);
-const t2 = performance.now();
+interface Pass {
+  readonly ms: number;
+  readonly digest: string;
+  readonly objects: number;
+  readonly combined: number;
+  readonly bytes: number;
+  readonly largest: { readonly name: string; readonly bytes: number };
+}
 
-const errors = first.problems.filter((p) => p.severity === 'error');
-if (errors.length > 0) throw new Error(`bench input invalid: ${errors[0]?.message}`);
-const sizes = first.envoyFilters.map((f) => ({ name: `${f.metadata.namespace}/${f.metadata.name}`, bytes: JSON.stringify(f).length }));
-const largest = sizes.reduce((a, b) => (b.bytes > a.bytes ? b : a));
-const combined = first.envoyFilters.filter((f) => f.metadata.name.startsWith('acl-connect-'));
-const identical = JSON.stringify(first.envoyFilters) === JSON.stringify(second.envoyFilters);
+/** Serializes, hashes and counts the documents of one render. */
+function measure(started: number, documents: Iterable<unknown>): Pass {
+  const hash = createHash('sha256');
+  let count = 0;
+  let combined = 0;
+  let bytes = 0;
+  let largest = { name: '', bytes: 0 };
+  for (const document of documents) {
+    const text = JSON.stringify(document);
+    hash.update(text);
+    count++;
+    bytes += text.length;
+    const { name, namespace } = (document as { metadata: { name: string; namespace: string } }).metadata;
+    if (name.startsWith('acl-connect-')) combined++;
+    if (text.length > largest.bytes) largest = { name: `${namespace}/${name}`, bytes: text.length };
+  }
+  return { ms: performance.now() - started, digest: hash.digest('hex'), objects: count, combined, bytes, largest };
+}
 
-console.log(`gardener-acl render benchmark: ${SHOOTS} shoots x ${CIDRS} CIDRs, ${GATEWAYS.length} gateways`);
-console.log(`  first render           ${(t1 - t0).toFixed(0)} ms`);
-console.log(`  second render (same)   ${(t2 - t1).toFixed(0)} ms   byte-identical: ${identical}`);
-console.log(`  objects                ${first.envoyFilters.length} (${combined.length} combined CONNECT shards, ${combined.length / GATEWAYS.length} per gateway)`);
-console.log(`  total size             ${mib(sizes.reduce((s, x) => s + x.bytes, 0))}`);
-console.log(`  largest object         ${(largest.bytes / 1024).toFixed(1)} KiB (${largest.name}); ratio to the 512 KiB limit: ${(largest.bytes / K8S_LIMIT).toFixed(2)}`);
-console.log(`  peak RSS               ${mib(process.resourceUsage().maxRSS * 1024)} (RSS before rendering ${mib(rssBefore)})`);
-if (largest.bytes >= K8S_LIMIT || !identical) process.exitCode = 1;
+/** The input is built here and let go once the model is made, as `render` lets go of the files it read. */
+function startRender(mode: 'whole' | 'stream'): Iterable<unknown> {
+  const objects = seedObjects();
+  if (mode === 'whole') {
+    const result = renderSeed(objects);
+    if (result.problems.some((p) => p.severity === 'error')) throw new Error('bench input invalid');
+    return [...result.envoyFilters, ...result.patches];
+  }
+  const result = renderSeedStream(objects);
+  if (result.problems.some((p) => p.severity === 'error')) throw new Error('bench input invalid');
+  return result.documents();
+}
+
+function renderOnce(mode: 'whole' | 'stream'): Pass {
+  const started = performance.now();
+  return measure(started, startRender(mode));
+}
+
+interface ChildResult {
+  readonly first: Pass;
+  readonly second: Pass;
+  readonly peakRss: number;
+  readonly rssWithInput: number;
+}
+
+if (MODE) {
+  const rssWithInput = (() => {
+    const objects = seedObjects();
+    return objects.length > 0 ? process.memoryUsage().rss : 0;
+  })();
+  const first = renderOnce(MODE);
+  const second = renderOnce(MODE);
+  const result: ChildResult = { first, second, peakRss: process.resourceUsage().maxRSS * 1024, rssWithInput };
+  console.log(JSON.stringify(result));
+} else {
+  const child = (mode: 'whole' | 'stream', nodeFlags: string[]): ChildResult => {
+    const run = spawnSync(process.execPath, [...nodeFlags, '--import', 'tsx', fileURLToPath(import.meta.url), String(SHOOTS), String(CIDRS), mode], { encoding: 'utf8', maxBuffer: 1 << 20 });
+    if (run.status !== 0) throw new Error(`${mode} render failed: ${run.stderr}`);
+    return JSON.parse(run.stdout.trim().split('\n').pop() ?? '') as ChildResult;
+  };
+  // The same V8 limits for both: what each render needs, not how lazily V8 collects.
+  const flags = [`--max-old-space-size=${HEAP_MIB}`, `--max-semi-space-size=${SEMI_SPACE_MIB}`];
+  const whole = child('whole', flags);
+  const stream = child('stream', flags);
+  const { first } = stream;
+  const identical = [whole.first, whole.second, stream.second].every((p) => p.digest === first.digest && p.bytes === first.bytes);
+  console.log(`gardener-acl render benchmark: ${SHOOTS} shoots x ${CIDRS} CIDRs, ${GATEWAYS.length} gateways, two renders per process`);
+  console.log(`  objects                ${first.objects} (${first.combined} combined CONNECT shards, ${first.combined / GATEWAYS.length} per gateway)`);
+  console.log(`  total size             ${mib(first.bytes)}`);
+  console.log(`  largest object         ${(first.largest.bytes / 1024).toFixed(1)} KiB (${first.largest.name}); ratio to the 512 KiB limit: ${(first.largest.bytes / K8S_LIMIT).toFixed(2)}`);
+  console.log(`  byte-identical         ${identical} (all four renders, sha256 ${first.digest.slice(0, 16)}...)`);
+  console.log(`  V8 limits (both)       ${flags.join(' ')}`);
+  console.log(`  whole-seed render      ${whole.first.ms.toFixed(0)} / ${whole.second.ms.toFixed(0)} ms, peak RSS ${mib(whole.peakRss)} (RSS with the input objects alone: ${mib(whole.rssWithInput)})`);
+  console.log(`  streaming render       ${first.ms.toFixed(0)} / ${stream.second.ms.toFixed(0)} ms, peak RSS ${mib(stream.peakRss)} (RSS with the input objects alone: ${mib(stream.rssWithInput)})`);
+  console.log(`  peak RSS ratio         ${(whole.peakRss / stream.peakRss).toFixed(1)}x less`);
+  if (first.largest.bytes >= K8S_LIMIT || !identical) process.exitCode = 1;
+}

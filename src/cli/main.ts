@@ -29,7 +29,11 @@ ${WEBHOOK_CONFIG_USAGE}
 
 ${REGISTRATION_USAGE}`;
 
-const io: CommandIO = { stdout: (t) => process.stdout.write(t), stderr: (t) => process.stderr.write(t) };
+const io: CommandIO = {
+  stdout: (t) => process.stdout.write(t),
+  stderr: (t) => process.stderr.write(t),
+  drained: () => new Promise((resolve) => process.stdout.once('drain', resolve)),
+};
 
 async function main(argv: readonly string[]): Promise<number> {
   const [command, ...rest] = argv;

@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { formatProblem } from '../gardener/problems.js';
-import { renderSeed } from '../render/seed-render.js';
+import { renderSeedStream } from '../render/seed-render.js';
 import { toYamlDocuments } from '../render/yaml-documents.js';
 import { loadDocuments } from './load-documents.js';
 
@@ -24,8 +24,10 @@ Without PATH it renders the embedded example seed (examples/seed).
 Exit codes: 0 ok, 2 invalid input (each problem names file, object and field).`;
 
 export interface CommandIO {
-  readonly stdout: (text: string) => void;
+  /** false: the text is buffered; wait for `drained` before writing more. */
+  readonly stdout: (text: string) => unknown;
   readonly stderr: (text: string) => void;
+  readonly drained?: () => Promise<void>;
 }
 
 export async function renderCommand(argv: readonly string[], io: CommandIO): Promise<number> {
@@ -50,16 +52,35 @@ export async function renderCommand(argv: readonly string[], io: CommandIO): Pro
     return 2;
   }
   const paths = args.data.paths.length > 0 ? args.data.paths : [EMBEDDED_EXAMPLE];
-  const loaded = await loadDocuments(args.data.config ? [...paths, args.data.config] : paths);
-  const result = renderSeed(loaded.objects);
-  const problems = [...loaded.problems, ...result.problems];
+  // Only the model outlives this block: the documents read are let go before the output is written.
+  const { result, problems } = await (async () => {
+    const loaded = await loadDocuments(args.data.config ? [...paths, args.data.config] : paths);
+    const stream = renderSeedStream(loaded.objects);
+    return { result: stream, problems: [...loaded.problems, ...stream.problems] };
+  })();
   for (const problem of problems) io.stderr(`${formatProblem(problem)}\n`);
   if (problems.some((p) => p.severity === 'error')) {
     io.stderr(`gardener-acl render: ${problems.filter((p) => p.severity === 'error').length} error(s); nothing printed\n`);
     return 2;
   }
-  const items = [...result.envoyFilters, ...result.patches];
-  if (args.data.output === 'json') io.stdout(`${JSON.stringify({ apiVersion: 'v1', kind: 'List', items }, null, 2)}\n`);
-  else io.stdout(toYamlDocuments(items));
+  await writeDocuments(result.documents(), args.data.output, io);
   return 0;
+}
+
+/**
+ * Writes the documents as they are produced, byte for byte what one JSON List or one
+ * multi-document YAML of all of them would be, waiting whenever stdout has buffered enough.
+ */
+async function writeDocuments(documents: Iterable<unknown>, output: 'yaml' | 'json', io: CommandIO): Promise<void> {
+  const write = async (text: string) => {
+    if (io.stdout(text) === false) await io.drained?.();
+  };
+  let count = 0;
+  if (output === 'json') await write('{\n  "apiVersion": "v1",\n  "kind": "List",\n  "items": [');
+  for (const document of documents) {
+    if (output === 'json') await write(`${count === 0 ? '\n' : ',\n'}    ${JSON.stringify(document, null, 2).replace(/\n/g, '\n    ')}`);
+    else await write(`${count === 0 ? '' : '---\n'}${toYamlDocuments([document])}`);
+    count++;
+  }
+  if (output === 'json') await write(count === 0 ? ']\n}\n' : '\n  ]\n}\n');
 }

@@ -124,6 +124,34 @@ export function planCombinedConnectFilters(seed: Pick<SeedAcl, 'operator' | 'gat
   return { filters, unplaced };
 }
 
+/**
+ * The same objects as buildCombinedConnectFilters, in the same order, one at a time: only sizes are
+ * kept for the shard plan, and each shard's policies are built when its object is due, so a render
+ * of a large seed never holds all of them.
+ */
+export function combinedConnectFilterStream(seed: Pick<SeedAcl, 'operator' | 'gateways'> & { readonly shoots: readonly ShootPolicy[] }): Generator<GeneratedEnvoyFilter> {
+  const { operator } = seed;
+  const budget = shardBudget(operator.maxObjectBytes);
+  const items: Sized<ShootPolicy>[] = [];
+  for (const shoot of seed.shoots) {
+    const bytes = combinedPolicyBytes(shoot.technicalID, combinedConnectPolicy(shoot, operator));
+    if (bytes > budget) throw new Error(`cannot shard: ${unplaceableMessage(shoot.technicalID, bytes, operator.maxObjectBytes)}`);
+    items.push({ key: shoot.technicalID, bytes, item: shoot });
+  }
+  const shards = shardByHash(items, budget)
+    .map((shard, index) => ({ shard, index }))
+    .filter(({ shard }) => shard.length > 0);
+  const gateways = [...seed.gateways].sort((a, b) => a.namespace.localeCompare(b.namespace));
+  // Planned (and an oversized shoot refused) when called; the objects follow as they are consumed.
+  return (function* () {
+    for (const gateway of gateways) {
+      for (const port of operator.protectedPorts) {
+        for (const { shard, index } of shards) yield combinedConnectFilter(gateway, port, index, shard.map(({ key, item }) => [key, combinedConnectEntry(item, operator)] as const));
+      }
+    }
+  })();
+}
+
 /** The combined filters when every shoot fits; an offline render fails loudly on an oversized shoot instead of leaving it out. */
 export function buildCombinedConnectFilters(seed: Pick<SeedAcl, 'operator' | 'gateways'> & { readonly shoots: readonly ShootPolicy[] }): GeneratedEnvoyFilter[] {
   const plan = planCombinedConnectFilters(seed);

@@ -1,5 +1,5 @@
 import type { SeedAcl } from '../acl/model.js';
-import { buildCombinedConnectFilters } from './combined-connect-filters.js';
+import { buildCombinedConnectFilters, combinedConnectFilterStream } from './combined-connect-filters.js';
 import type { GeneratedEnvoyFilter } from './envoy-filter-types.js';
 import { buildShootEnvoyFilters } from './shoot-envoy-filters.js';
 
@@ -20,4 +20,16 @@ export function buildSeedEnvoyFilters(seed: SeedAcl): SeedEnvoyFilters {
 
 export function allEnvoyFilters(filters: SeedEnvoyFilters): GeneratedEnvoyFilter[] {
   return [...[...filters.perShoot.values()].flat(), ...filters.combined];
+}
+
+/**
+ * allEnvoyFilters(buildSeedEnvoyFilters(seed)), the same objects in the same order, one at a time:
+ * what a render of a large seed writes out as it goes instead of holding.
+ */
+export function* seedEnvoyFilterStream(seed: SeedAcl): Generator<GeneratedEnvoyFilter> {
+  const shoots = [...seed.shoots].sort((a, b) => (a.technicalID < b.technicalID ? -1 : 1));
+  // Planned before the first object: an oversized shoot fails the render before anything is out.
+  const combined = combinedConnectFilterStream({ ...seed, shoots });
+  for (const shoot of shoots) yield* buildShootEnvoyFilters(shoot, seed);
+  yield* combined;
 }

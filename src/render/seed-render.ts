@@ -8,7 +8,7 @@ import type { EnvoyFilterObject } from '../gardener/objects.js';
 import { seedAclFromInventory } from '../gardener/seed-acl.js';
 import type { GeneratedEnvoyFilter } from '../rbac/envoy-filter-types.js';
 import { legacyProxyPatch } from '../rbac/legacy-proxy-patch.js';
-import { allEnvoyFilters, buildSeedEnvoyFilters } from '../rbac/seed-envoy-filters.js';
+import { allEnvoyFilters, buildSeedEnvoyFilters, seedEnvoyFilterStream } from '../rbac/seed-envoy-filters.js';
 
 /** RFC 6902 operations for one of Gardener's EnvoyFilters, as the mutating webhook would return them. */
 export interface EnvoyFilterPatch {
@@ -59,13 +59,14 @@ export function seedModelFromObjects(objects: readonly SourcedObject[], operator
   return { seed, legacyFilters, problems };
 }
 
-/**
- * The offline pipeline behind `gardener-acl render`: seed objects in, EnvoyFilters and legacy
- * patches out. `operator` overrides an OperatorConfiguration found among the objects.
- */
-export function renderSeed(objects: readonly SourcedObject[], operator?: OperatorConfig): SeedRender {
-  const { seed, legacyFilters, problems } = seedModelFromObjects(objects, operator);
-  if (!seed) return { envoyFilters: [], patches: [], problems };
+/** A render whose objects are produced one at a time; `documents()` can be iterated more than once. */
+export interface SeedRenderStream {
+  readonly problems: readonly Problem[];
+  /** The EnvoyFilters, then the legacy patches; empty when the model could not be built. */
+  documents(): Iterable<GeneratedEnvoyFilter | EnvoyFilterPatch>;
+}
+
+function legacyPatches(seed: SeedAcl, legacyFilters: readonly EnvoyFilterObject[]): EnvoyFilterPatch[] {
   const aclByID = new Map(seed.shoots.map((s) => [s.technicalID, s]));
   const patches: EnvoyFilterPatch[] = [];
   for (const filter of legacyFilters) {
@@ -78,5 +79,33 @@ export function renderSeed(objects: readonly SourcedObject[], operator?: Operato
       spec: { type: 'JSONPatch', operations },
     });
   }
-  return { envoyFilters: allEnvoyFilters(buildSeedEnvoyFilters(seed)), patches, problems };
+  return patches;
+}
+
+/**
+ * The offline pipeline behind `gardener-acl render`, streaming: the same documents as renderSeed,
+ * in the same order, built as they are consumed, so a render holds the seed's model and one
+ * object, never the whole output.
+ */
+export function renderSeedStream(objects: readonly SourcedObject[], operator?: OperatorConfig): SeedRenderStream {
+  const { seed, legacyFilters, problems } = seedModelFromObjects(objects, operator);
+  if (!seed) return { problems, documents: () => [] };
+  const patches = legacyPatches(seed, legacyFilters);
+  return {
+    problems,
+    *documents() {
+      yield* seedEnvoyFilterStream(seed);
+      yield* patches;
+    },
+  };
+}
+
+/**
+ * The offline pipeline behind `gardener-acl render`: seed objects in, EnvoyFilters and legacy
+ * patches out. `operator` overrides an OperatorConfiguration found among the objects.
+ */
+export function renderSeed(objects: readonly SourcedObject[], operator?: OperatorConfig): SeedRender {
+  const { seed, legacyFilters, problems } = seedModelFromObjects(objects, operator);
+  if (!seed) return { envoyFilters: [], patches: [], problems };
+  return { envoyFilters: allEnvoyFilters(buildSeedEnvoyFilters(seed)), patches: legacyPatches(seed, legacyFilters), problems };
 }

@@ -1,0 +1,60 @@
+// Issue 13 (render memory): the streaming render produces the same documents, in the same order,
+// as the whole-seed render, and the command's streamed output is byte for byte one JSON List or
+// one multi-document YAML of them; on a seed with many shards, gateways and legacy patches.
+import { describe, expect, it } from 'vitest';
+import { renderCommand } from '../../src/cli/render-command.js';
+import { loadDocuments } from '../../src/cli/load-documents.js';
+import { EMBEDDED_EXAMPLE } from '../../src/cli/render-command.js';
+import { renderSeed, renderSeedStream } from '../../src/render/seed-render.js';
+import { toYamlDocuments } from '../../src/render/yaml-documents.js';
+import type { SourcedObject } from '../../src/gardener/inventory.js';
+
+/** The example seed with a small object budget and 60 more ACL shoots, so that the combined filters need many shards. */
+async function manyShardSeed(): Promise<SourcedObject[]> {
+  const { objects } = await loadDocuments([EMBEDDED_EXAMPLE]);
+  const extra: SourcedObject[] = [];
+  for (let i = 0; i < 60; i++) {
+    const id = `shoot--bulk--s${String(i).padStart(2, '0')}`;
+    const cidrs = Array.from({ length: 8 }, (_, j) => `10.${i}.${j}.0/24`);
+    extra.push(
+      { source: `bulk #${i}`, object: { apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Cluster', metadata: { name: id }, spec: { seed: { spec: { networks: { nodes: '10.250.0.0/16' } } }, shoot: { metadata: { name: `s${i}` }, spec: { provider: { workers: [] } }, status: { technicalID: id } } } } },
+      { source: `bulk #${i}`, object: { apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension', metadata: { name: 'acl', namespace: id }, spec: { type: 'acl', providerConfig: { rule: { action: 'ALLOW', type: 'remote_ip', cidrs, mode: i % 3 === 0 ? 'audit' : 'enforce' } } } } },
+    );
+  }
+  const operator = objects.find((o) => (o.object as { kind?: string }).kind === 'OperatorConfiguration')!;
+  const small = { ...(operator.object as object), maxObjectBytes: 16 * 1024 };
+  return [...objects.filter((o) => o !== operator), { source: 'small budget', object: small }, ...extra];
+}
+
+async function commandOutput(output: 'json' | 'yaml', dir: string): Promise<string> {
+  let out = '';
+  let writes = 0;
+  const code = await renderCommand(['--output', output, dir], { stdout: (t) => ((out += t), ++writes % 7 !== 0), stderr: () => undefined, drained: async () => undefined });
+  expect(code).toBe(0);
+  return out;
+}
+
+describe('streaming render', () => {
+  it('yields exactly the whole-seed render, object by object, on a seed of many shards', async () => {
+    const objects = await manyShardSeed();
+    const whole = renderSeed(objects);
+    expect(whole.problems.filter((p) => p.severity === 'error')).toEqual([]);
+    const streamed = [...renderSeedStream(objects).documents()];
+    expect(whole.envoyFilters.filter((f) => f.metadata.name.startsWith('acl-connect-')).length).toBeGreaterThan(10);
+    expect(whole.patches.length).toBeGreaterThan(0);
+    expect(JSON.stringify(streamed)).toBe(JSON.stringify([...whole.envoyFilters, ...whole.patches]));
+  });
+
+  it('the command writes, piece by piece, the bytes of one JSON List and of one multi-document YAML', async () => {
+    const { writeFile, mkdtemp } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const path = await import('node:path');
+    const dir = await mkdtemp(path.join(tmpdir(), 'acl-render-stream-'));
+    const objects = await manyShardSeed();
+    await writeFile(path.join(dir, 'seed.json'), JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects.map((o) => o.object) }));
+    const whole = renderSeed(objects);
+    const items = [...whole.envoyFilters, ...whole.patches];
+    expect(await commandOutput('json', dir)).toBe(`${JSON.stringify({ apiVersion: 'v1', kind: 'List', items }, null, 2)}\n`);
+    expect(await commandOutput('yaml', dir)).toBe(toYamlDocuments(items));
+  });
+});
