@@ -23,6 +23,7 @@ import {
   type Infrastructure,
   type Service,
 } from '../gardener/objects.js';
+import { cachedCluster, cachedExtension, cachedInfrastructure, withoutFieldManagement } from '../gardener/cached-views.js';
 import { WATCHED } from '../gardener/watched-resources.js';
 import { EXTENSION_TYPE, seedGatewayWorkloads, type SeedInventory } from '../gardener/seed-acl.js';
 import { describeError, retryAfterMs } from '../kube/errors.js';
@@ -116,32 +117,50 @@ export class AclController {
       parse: (raw: unknown) => T | undefined,
       onChange: (event: 'add' | 'update' | 'delete', obj: T, old?: T) => void,
       labelSelector?: string,
+      fieldSelector?: string,
     ): ResilientInformer<T> =>
-      new ResilientInformer<T>({ kubeConfig, path, parse, onChange, labelSelector, logger, ...(options.watchIdleTimeoutMs ? { watchIdleTimeoutMs: options.watchIdleTimeoutMs } : {}) });
+      new ResilientInformer<T>({
+        kubeConfig,
+        path,
+        parse,
+        onChange,
+        labelSelector,
+        ...(fieldSelector ? { fieldSelector } : {}),
+        logger,
+        ...(options.watchIdleTimeoutMs ? { watchIdleTimeoutMs: options.watchIdleTimeoutMs } : {}),
+      });
+    // The caches keep only what is read (cached-views.ts).
+    const slim = <T extends { metadata: Cluster['metadata'] }>(parsed: T | undefined): T | undefined => parsed && withoutFieldManagement(parsed);
 
     this.informers = {
-      extensions: informer(WATCHED.extensions.path, (raw) => extensionSchema.safeParse(raw).data, (_e, ext) => {
+      extensions: informer(WATCHED.extensions.path, (raw) => mapDefined(extensionSchema.safeParse(raw).data, cachedExtension), (_e, ext) => {
         if (ext.spec.type !== EXTENSION_TYPE || !hasShootClass(ext)) return;
         this.queue.add(`${EXT_PREFIX}${ext.metadata.namespace}/${ext.metadata.name}`);
         this.queue.add(COMBINED_KEY);
       }),
-      clusters: informer(WATCHED.clusters.path, (raw) => clusterSchema.safeParse(raw).data, (_e, c) => this.enqueueNamespace(c.metadata.name)),
-      infrastructures: informer(WATCHED.infrastructures.path, (raw) => infrastructureSchema.safeParse(raw).data, (event, infra, old) => {
+      clusters: informer(WATCHED.clusters.path, (raw) => mapDefined(clusterSchema.safeParse(raw).data, cachedCluster), (_e, c) => this.enqueueNamespace(c.metadata.name)),
+      infrastructures: informer(WATCHED.infrastructures.path, (raw) => mapDefined(infrastructureSchema.safeParse(raw).data, cachedInfrastructure), (event, infra, old) => {
         const egress = (i?: typeof infra) => JSON.stringify([...(i?.status?.egressCIDRs ?? [])].sort());
         if (event !== 'update' || egress(infra) !== egress(old)) this.enqueueNamespace(infra.metadata.namespace);
       }),
-      gateways: informer(WATCHED.gateways.path, (raw) => gatewaySchema.safeParse(raw).data, (_e, g) => {
+      gateways: informer(WATCHED.gateways.path, (raw) => slim(gatewaySchema.safeParse(raw).data), (_e, g) => {
         if (g.metadata.namespace.startsWith('shoot-')) this.enqueueNamespace(g.metadata.namespace);
         else this.enqueueAll();
       }),
-      deployments: informer(WATCHED.gatewayDeployments.path, (raw) => deploymentSchema.safeParse(raw).data, () => this.enqueueAll(), WATCHED.gatewayDeployments.labelSelector),
-      services: informer(WATCHED.gatewayServices.path, (raw) => serviceSchema.safeParse(raw).data, () => this.enqueueAll(), WATCHED.gatewayServices.labelSelector),
-      configMaps: informer(WATCHED.kubeSystemConfigMaps.path, (raw) => configMapSchema.safeParse(raw).data, (_e, cm) => {
-        if (cm.metadata.name === 'shoot-info') this.enqueueAll();
-      }),
+      deployments: informer(WATCHED.gatewayDeployments.path, (raw) => slim(deploymentSchema.safeParse(raw).data), () => this.enqueueAll(), WATCHED.gatewayDeployments.labelSelector),
+      services: informer(WATCHED.gatewayServices.path, (raw) => slim(serviceSchema.safeParse(raw).data), () => this.enqueueAll(), WATCHED.gatewayServices.labelSelector),
+      configMaps: informer(
+        WATCHED.kubeSystemConfigMaps.path,
+        (raw) => slim(configMapSchema.safeParse(raw).data),
+        (_e, cm) => {
+          if (cm.metadata.name === 'shoot-info') this.enqueueAll();
+        },
+        undefined,
+        WATCHED.kubeSystemConfigMaps.fieldSelector,
+      ),
       envoyFilters: informer(
         WATCHED.envoyFilters.path,
-        (raw) => envoyFilterObjectSchema.safeParse(raw).data,
+        (raw) => slim(envoyFilterObjectSchema.safeParse(raw).data),
         () => {
           this.queue.add(COMBINED_KEY);
           // Shoots waiting to be protected as recorded look again at what is now stored.
@@ -153,7 +172,7 @@ export class AclController {
       // status) makes the shoot converge again on what is stored.
       managedResources: informer(
         WATCHED.managedResources.path,
-        (raw) => kubeObjectJsonSchema.safeParse(raw).data,
+        (raw) => slim(kubeObjectJsonSchema.safeParse(raw).data),
         (_e, mr) => this.enqueueNamespace(mr.metadata.namespace ?? ''),
         WATCHED.managedResources.labelSelector,
       ),
@@ -418,4 +437,9 @@ export class AclController {
       }
     }
   }
+}
+
+/** f(value) for a parsed object; undefined (unparsable, logged by the informer) stays undefined. */
+function mapDefined<T, U>(value: T | undefined, f: (value: T) => U): U | undefined {
+  return value === undefined ? undefined : f(value);
 }

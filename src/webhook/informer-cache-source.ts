@@ -1,5 +1,6 @@
 // The EnvoyFilter webhook's view of the seed: two informers (acl Extensions, gateway
 // Deployments), so admission never waits for an API round-trip.
+import { cachedExtension, withoutFieldManagement } from '../gardener/cached-views.js';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { deploymentSchema, extensionSchema, type Deployment, type Extension } from '../gardener/objects.js';
@@ -27,7 +28,7 @@ export class InformerCacheSource implements AdmissionCacheSource {
       // Other extension types are dropped at the door: they never matter here.
       parse: (raw) => {
         const parsed = extensionSchema.safeParse(raw);
-        return parsed.success && parsed.data.spec.type === EXTENSION_TYPE ? parsed.data : undefined;
+        return parsed.success && parsed.data.spec.type === EXTENSION_TYPE ? cachedExtension(parsed.data) : undefined;
       },
       onChange,
     });
@@ -36,7 +37,10 @@ export class InformerCacheSource implements AdmissionCacheSource {
       logger,
       ...idle,
       ...WATCHED.gatewayDeployments,
-      parse: (raw) => deploymentSchema.safeParse(raw).data,
+      parse: (raw) => {
+        const parsed = deploymentSchema.safeParse(raw);
+        return parsed.success ? withoutFieldManagement(parsed.data) : undefined;
+      },
       onChange,
     });
   }

@@ -1,0 +1,85 @@
+// What the controller's informer caches keep of each object: the fields the extension reads (the
+// schemas in objects.ts), nothing else. A seed's Clusters embed whole Shoots, Seeds and
+// CloudProfiles, every object carries managedFields, and Extensions of every other type carry
+// their own providerConfig and status; none of that is read, and at hundreds of shoots it is most
+// of what a full cache would hold.
+import type { Cluster, Extension, Infrastructure } from './objects.js';
+import { EXTENSION_TYPE } from './seed-acl.js';
+
+type Metadata = Cluster['metadata'];
+
+// Large and never read: the server's field ownership and kubectl's copy of the last applied object.
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
+
+function definedOnly<T extends Record<string, unknown>>(object: T): T {
+  return Object.fromEntries(Object.entries(object).filter(([, value]) => value !== undefined)) as T;
+}
+
+function slimMetadata<M extends Metadata>(metadata: M): M {
+  const { managedFields: _managedFields, annotations, ...rest } = metadata as M & { managedFields?: unknown };
+  if (!annotations || !(LAST_APPLIED in annotations)) return (annotations ? { ...rest, annotations } : rest) as M;
+  const { [LAST_APPLIED]: _lastApplied, ...kept } = annotations;
+  return { ...rest, annotations: kept } as M;
+}
+
+/** A Cluster as the extension reads it: the shoot's networks, workers, hibernation, status and annotations; the seed's networks and ingress domain. */
+export function cachedCluster(cluster: Cluster): Cluster {
+  const { shoot, seed } = cluster.spec;
+  const networking = shoot.spec.networking;
+  const workers = shoot.spec.provider?.workers;
+  const status = shoot.status;
+  return {
+    apiVersion: cluster.apiVersion,
+    kind: cluster.kind,
+    metadata: slimMetadata(cluster.metadata),
+    spec: {
+      shoot: {
+        metadata: slimMetadata(shoot.metadata),
+        spec: definedOnly({
+          networking: networking ? definedOnly({ nodes: networking.nodes, pods: networking.pods }) : networking,
+          // Only whether there are workers is read.
+          provider: shoot.spec.provider ? { workers: workers ? workers.map(() => ({})) : workers } : shoot.spec.provider,
+          hibernation: shoot.spec.hibernation ? definedOnly({ enabled: shoot.spec.hibernation.enabled }) : shoot.spec.hibernation,
+        }),
+        status: status
+          ? definedOnly({
+              technicalID: status.technicalID,
+              lastOperation: status.lastOperation ? definedOnly({ type: status.lastOperation.type, state: status.lastOperation.state }) : status.lastOperation,
+              advertisedAddresses: status.advertisedAddresses?.map((a) => ({ name: a.name, url: a.url })) ?? status.advertisedAddresses,
+            })
+          : status,
+      },
+      seed: seed
+        ? {
+            ...(seed.metadata ? { metadata: definedOnly({ name: seed.metadata.name }) } : {}),
+            spec: definedOnly({
+              networks: seed.spec.networks ? definedOnly({ nodes: seed.spec.networks.nodes, pods: seed.spec.networks.pods }) : seed.spec.networks,
+              ingress: seed.spec.ingress ? definedOnly({ domain: seed.spec.ingress.domain }) : seed.spec.ingress,
+            }),
+          }
+        : seed,
+    },
+  };
+}
+
+/** An acl Extension whole (its status is read and merged), without managedFields; of any other type, only what tells it is not ours. */
+export function cachedExtension(extension: Extension): Extension {
+  const metadata = slimMetadata(extension.metadata);
+  if (extension.spec.type === EXTENSION_TYPE) return { ...extension, metadata };
+  return { apiVersion: extension.apiVersion, kind: extension.kind, metadata, spec: definedOnly({ type: extension.spec.type, class: extension.spec.class }) };
+}
+
+export function cachedInfrastructure(infrastructure: Infrastructure): Infrastructure {
+  const egress = infrastructure.status?.egressCIDRs;
+  return {
+    apiVersion: infrastructure.apiVersion,
+    kind: infrastructure.kind,
+    metadata: slimMetadata(infrastructure.metadata),
+    ...(infrastructure.status ? { status: definedOnly({ egressCIDRs: egress }) } : {}),
+  };
+}
+
+/** Any other cached object: whole, without managedFields and kubectl's last-applied copy. */
+export function withoutFieldManagement<T extends { metadata: Metadata }>(object: T): T {
+  return { ...object, metadata: slimMetadata(object.metadata) };
+}

@@ -1,0 +1,65 @@
+// Issue 13 (controller memory): the controller's caches keep only what the extension reads. The
+// test holds that against what is read: the example seed rendered from the slimmed objects gives
+// byte for byte the EnvoyFilters of the full objects, and what is dropped really is gone.
+import { describe, expect, it } from 'vitest';
+import { loadDocuments } from '../../src/cli/load-documents.js';
+import { EMBEDDED_EXAMPLE } from '../../src/cli/render-command.js';
+import { cachedCluster, cachedExtension, cachedInfrastructure, withoutFieldManagement } from '../../src/gardener/cached-views.js';
+import { clusterSchema, extensionSchema, infrastructureSchema } from '../../src/gardener/objects.js';
+import { renderSeed } from '../../src/render/seed-render.js';
+
+const MANAGED_FIELDS = [{ manager: 'gardenlet', operation: 'Update', apiVersion: 'v1', fieldsType: 'FieldsV1', fieldsV1: { 'f:spec': {} } }];
+
+function slim(object: unknown): unknown {
+  const kind = (object as { kind?: string }).kind;
+  if (kind === 'Cluster') return cachedCluster(clusterSchema.parse(object));
+  if (kind === 'Extension') return cachedExtension(extensionSchema.parse(object));
+  if (kind === 'Infrastructure') return cachedInfrastructure(infrastructureSchema.parse(object));
+  if (kind === 'OperatorConfiguration') return object;
+  return withoutFieldManagement(object as { metadata: { name: string } });
+}
+
+/** The example's objects as a real seed stores them: field management, a CloudProfile, other extension types. */
+async function fatExample() {
+  const { objects } = await loadDocuments([EMBEDDED_EXAMPLE]);
+  const fat = objects.map(({ object, source }) => {
+    const o = structuredClone(object) as { kind: string; metadata: Record<string, unknown>; spec?: Record<string, unknown> };
+    if (o.kind === 'OperatorConfiguration') return { object: o, source };
+    o.metadata['managedFields'] = MANAGED_FIELDS;
+    o.metadata['annotations'] = { ...(o.metadata['annotations'] as object | undefined), 'kubectl.kubernetes.io/last-applied-configuration': JSON.stringify(object) };
+    if (o.kind === 'Cluster') o.spec = { ...o.spec, cloudProfile: { kind: 'CloudProfile', spec: { machineImages: Array.from({ length: 50 }, (_, i) => ({ name: `image-${i}` })) } } };
+    return { object: o, source };
+  });
+  const other = fat.filter(({ object }) => (object as { kind: string }).kind === 'Extension').map(({ object, source }) => {
+    const e = structuredClone(object) as unknown as { metadata: { name: string }; spec: Record<string, unknown>; status?: unknown };
+    return { source, object: { ...e, metadata: { ...e.metadata, name: 'dns' }, spec: { type: 'dns', providerConfig: { zones: ['a', 'b'] } }, status: { lastOperation: { state: 'Succeeded' } } } };
+  });
+  return [...fat, ...other];
+}
+
+describe('cached views', () => {
+  it('the example seed renders byte for byte the same from the slimmed objects', async () => {
+    const fat = await fatExample();
+    const full = renderSeed(fat);
+    const slimmed = renderSeed(fat.map(({ object, source }) => ({ object: slim(object), source })));
+    expect(full.problems.filter((p) => p.severity === 'error')).toEqual([]);
+    expect(JSON.stringify(slimmed)).toBe(JSON.stringify(full));
+    expect(full.envoyFilters.length).toBeGreaterThan(10);
+  });
+
+  it('drops what is never read: field management, kubectl’s copy, the CloudProfile, other extension types’ config and status', async () => {
+    const fat = await fatExample();
+    const cluster = fat.find(({ object }) => (object as { kind: string }).kind === 'Cluster')!.object;
+    const slimCluster = slim(cluster) as Record<string, unknown>;
+    const text = JSON.stringify(slimCluster);
+    expect(text).not.toContain('managedFields');
+    expect(text).not.toContain('last-applied-configuration');
+    expect(text).not.toContain('cloudProfile');
+    expect(text.length).toBeLessThan(JSON.stringify(cluster).length / 4);
+    const dns = fat.find(({ object }) => (object as { spec?: { type?: string } }).spec?.type === 'dns')!.object;
+    expect(slim(dns)).toEqual({ apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension', metadata: expect.not.objectContaining({ managedFields: expect.anything() }), spec: { type: 'dns' } });
+    // An acl Extension keeps its status: the controller reads and merges it.
+    const acl = fat.find(({ object }) => (object as { spec?: { type?: string } }).spec?.type === 'acl')!.object as { spec: unknown };
+    expect((slim(acl) as { spec: unknown }).spec).toEqual(acl.spec);
+  });
+});
