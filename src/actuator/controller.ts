@@ -23,7 +23,7 @@ import {
   type Infrastructure,
   type Service,
 } from '../gardener/objects.js';
-import { cachedCluster, cachedExtension, cachedInfrastructure, withoutFieldManagement } from '../gardener/cached-views.js';
+import { PolicyInterner, cachedCluster, cachedExtension, cachedInfrastructure, withoutFieldManagement } from '../gardener/cached-views.js';
 import { WATCHED } from '../gardener/watched-resources.js';
 import { EXTENSION_TYPE, seedGatewayWorkloads, type SeedInventory } from '../gardener/seed-acl.js';
 import { describeError, retryAfterMs } from '../kube/errors.js';
@@ -130,6 +130,7 @@ export class AclController {
         ...(options.watchIdleTimeoutMs ? { watchIdleTimeoutMs: options.watchIdleTimeoutMs } : {}),
       });
     // The caches keep only what is read (cached-views.ts).
+    const policies = new PolicyInterner();
     const slim = <T extends { metadata: Cluster['metadata'] }>(parsed: T | undefined): T | undefined => parsed && withoutFieldManagement(parsed);
 
     this.informers = {
@@ -160,7 +161,7 @@ export class AclController {
       ),
       envoyFilters: informer(
         WATCHED.envoyFilters.path,
-        (raw) => slim(envoyFilterObjectSchema.safeParse(raw).data),
+        (raw) => mapDefined(slim(envoyFilterObjectSchema.safeParse(raw).data), (filter) => policies.intern(filter)),
         () => {
           this.queue.add(COMBINED_KEY);
           // Shoots waiting to be protected as recorded look again at what is now stored.

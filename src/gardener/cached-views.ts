@@ -3,6 +3,8 @@
 // CloudProfiles, every object carries managedFields, and Extensions of every other type carry
 // their own providerConfig and status; none of that is read, and at hundreds of shoots it is most
 // of what a full cache would hold.
+import { createHash } from 'node:crypto';
+import { isRecord } from '../kube/object-json.js';
 import type { Cluster, Extension, Infrastructure } from './objects.js';
 import { EXTENSION_TYPE } from './seed-acl.js';
 
@@ -82,4 +84,51 @@ export function cachedInfrastructure(infrastructure: Infrastructure): Infrastruc
 /** Any other cached object: whole, without managedFields and kubectl's last-applied copy. */
 export function withoutFieldManagement<T extends { metadata: Metadata }>(object: T): T {
   return { ...object, metadata: slimMetadata(object.metadata) };
+}
+
+/**
+ * A cache of combined CONNECT filters holds every shoot's policy once per gateway and port; a
+ * shoot's equal policies (same JSON) share one object, so it costs one policy in memory however
+ * many gateways and ports carry it. Cached objects are never mutated, so sharing is safe. Only a
+ * digest and a weak reference are kept per shoot: a policy no cached filter holds any more is
+ * collected, and its entry swept.
+ */
+export class PolicyInterner {
+  private readonly byShoot = new Map<string, { readonly digest: string; readonly ref: WeakRef<object> }>();
+  private calls = 0;
+
+  /** `filter` with each policy of its RBAC rules and shadow rules replaced by the shared equal one. */
+  intern<T extends { spec: Record<string, unknown> }>(filter: T): T {
+    const patches = filter.spec['configPatches'];
+    if (!Array.isArray(patches)) return filter;
+    const internPolicies = (rules: unknown): unknown => {
+      if (!isRecord(rules) || !isRecord(rules['policies'])) return rules;
+      const shared = Object.fromEntries(Object.entries(rules['policies']).map(([id, policy]) => [id, this.shared(id, policy)]));
+      return { ...rules, policies: shared };
+    };
+    const configPatches = patches.map((patch: unknown) => {
+      if (!isRecord(patch) || !isRecord(patch['patch']) || !isRecord(patch['patch']['value']) || !isRecord(patch['patch']['value']['typed_config'])) return patch;
+      const value = patch['patch']['value'];
+      const typedConfig = value['typed_config'] as Record<string, unknown>;
+      const rules = 'rules' in typedConfig ? { rules: internPolicies(typedConfig['rules']) } : {};
+      const shadow = 'shadow_rules' in typedConfig ? { shadow_rules: internPolicies(typedConfig['shadow_rules']) } : {};
+      return { ...patch, patch: { ...patch['patch'], value: { ...value, typed_config: { ...typedConfig, ...rules, ...shadow } } } };
+    });
+    return { ...filter, spec: { ...filter.spec, configPatches } };
+  }
+
+  private shared(id: string, policy: unknown): unknown {
+    if (typeof policy !== 'object' || policy === null) return policy;
+    if (++this.calls % 10_000 === 0) this.sweep();
+    const digest = createHash('sha256').update(JSON.stringify(policy)).digest('base64');
+    const known = this.byShoot.get(id);
+    const existing = known?.digest === digest ? known.ref.deref() : undefined;
+    if (existing !== undefined) return existing;
+    this.byShoot.set(id, { digest, ref: new WeakRef(policy) });
+    return policy;
+  }
+
+  private sweep(): void {
+    for (const [id, entry] of this.byShoot) if (entry.ref.deref() === undefined) this.byShoot.delete(id);
+  }
 }

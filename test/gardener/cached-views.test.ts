@@ -4,7 +4,9 @@
 import { describe, expect, it } from 'vitest';
 import { loadDocuments } from '../../src/cli/load-documents.js';
 import { EMBEDDED_EXAMPLE } from '../../src/cli/render-command.js';
-import { cachedCluster, cachedExtension, cachedInfrastructure, withoutFieldManagement } from '../../src/gardener/cached-views.js';
+import { PolicyInterner, cachedCluster, cachedExtension, cachedInfrastructure, withoutFieldManagement } from '../../src/gardener/cached-views.js';
+import { planCombinedConnectFilters } from '../../src/rbac/combined-connect-filters.js';
+import { DEFAULT_GATEWAY, ZONAL_GATEWAY, testSeed } from '../support/test-seed.js';
 import { clusterSchema, extensionSchema, infrastructureSchema } from '../../src/gardener/objects.js';
 import { renderSeed } from '../../src/render/seed-render.js';
 
@@ -61,5 +63,32 @@ describe('cached views', () => {
     // An acl Extension keeps its status: the controller reads and merges it.
     const acl = fat.find(({ object }) => (object as { spec?: { type?: string } }).spec?.type === 'acl')!.object as { spec: unknown };
     expect((slim(acl) as { spec: unknown }).spec).toEqual(acl.spec);
+  });
+
+  it('combined filters share one object per shoot policy across gateways and ports, equal as JSON to what is stored', () => {
+    const shoots = [
+      { id: 'shoot--p--a', rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['203.0.113.0/24'] } },
+      { id: 'shoot--p--b', rule: { action: 'DENY', type: 'remote_ip', cidrs: ['198.51.100.0/24'], mode: 'audit' } },
+    ];
+    const { seed } = testSeed(shoots, { gateways: [DEFAULT_GATEWAY, ZONAL_GATEWAY] });
+    const stored = planCombinedConnectFilters({ ...seed, shoots: seed.shoots }).filters.map((f) => JSON.parse(JSON.stringify(f)) as { spec: Record<string, unknown> });
+    expect(stored).toHaveLength(4);
+    const interner = new PolicyInterner();
+    const cached = stored.map((f) => interner.intern(f));
+    expect(JSON.stringify(cached)).toBe(JSON.stringify(stored));
+    const policyOf = (f: { spec: Record<string, unknown> }, section: string, id: string) =>
+      (f.spec['configPatches'] as { patch: { value: { typed_config: Record<string, { policies: Record<string, unknown> }> } } }[])[0]!.patch.value.typed_config[section]!.policies[id];
+    const a = cached.map((f) => policyOf(f, 'rules', 'shoot--p--a'));
+    const b = cached.map((f) => policyOf(f, 'shadow_rules', 'shoot--p--b'));
+    expect(new Set(a).size).toBe(1);
+    expect(new Set(b).size).toBe(1);
+    // A changed policy is a new object; the unchanged one stays shared.
+    const changed = JSON.parse(JSON.stringify(stored[0])) as { spec: Record<string, unknown> };
+    const policies = (changed.spec['configPatches'] as { patch: { value: { typed_config: { rules: { policies: Record<string, { principals: unknown[] }> } } } } }[])[0]!.patch.value.typed_config.rules.policies;
+    policies['shoot--p--a']!.principals = [{ any: true }];
+    const next = interner.intern(changed);
+    expect(policyOf(next, 'rules', 'shoot--p--a')).not.toBe(a[0]);
+    expect(policyOf(next, 'rules', 'shoot--p--a')).toEqual({ ...(a[0] as object), principals: [{ any: true }] });
+    expect(policyOf(next, 'shadow_rules', 'shoot--p--b')).toBe(b[0]);
   });
 });
