@@ -12,7 +12,8 @@ const appliedSchema = z.object({
     action: z.enum(ACTIONS),
     type: z.enum(PRINCIPAL_TYPES),
     cidrs: z.array(cidrStringSchema).min(1),
-    // Recorded only for audit, so that states written before audit existed read back unchanged.
+    // Always recorded, so that a status merge patch built from a stale cache can never leave an
+    // old `audit` behind; states written before modes existed read as enforce.
     mode: z.enum(RULE_MODES).default('enforce'),
   }),
   alwaysAllowed: z.array(cidrStringSchema),
@@ -36,7 +37,7 @@ export function stateFor(acl: ShootAcl): { gatewayNamespaces: string[]; applied:
   return {
     gatewayNamespaces: [...new Set(acl.sniChains.map((c) => c.gateway.namespace))].sort(),
     applied: {
-      rule: { action: acl.rule.action, type: acl.rule.type, cidrs: strings(acl.rule.cidrs), ...(acl.rule.mode === 'audit' ? { mode: 'audit' as const } : {}) },
+      rule: { action: acl.rule.action, type: acl.rule.type, cidrs: strings(acl.rule.cidrs), mode: acl.rule.mode },
       alwaysAllowed: strings(acl.alwaysAllowed),
       legacyProxyAllowed: strings(acl.legacyProxyAllowed),
     },

@@ -28,7 +28,9 @@ const storedPatchSchema = z.looseObject({
         rules: z.looseObject({ action: z.literal('DENY'), policies: z.record(z.string(), z.unknown()) }),
         // Audit-mode shoots: counted, not enforced.
         shadow_rules: z.looseObject({ action: z.literal('DENY'), policies: z.record(z.string(), z.unknown()) }).optional(),
-      }),
+      })
+        // With a matcher Envoy ignores the rules: such a filter protects nobody as recorded.
+        .refine((config) => !('matcher' in config) && !('shadow_matcher' in config)),
     }),
   }),
 });

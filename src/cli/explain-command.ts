@@ -144,20 +144,30 @@ export async function explainCommand(argv: readonly string[], io: CommandIO): Pr
   let operator;
   if (a.config) {
     const loaded = await loadDocuments([a.config]);
-    problems.push(...loaded.problems);
-    const parsed = parseOperatorConfig(loaded.objects[0]?.object);
-    if (!parsed.ok) {
-      io.stderr(`${a.config}: ${parsed.errors.map((e) => `${e.path}: ${e.message}`).join('; ')}\n`);
+    const config = loaded.objects.find((o) => (o.object as { kind?: unknown } | null)?.kind === 'OperatorConfiguration');
+    const parsed = config ? parseOperatorConfig(config.object) : undefined;
+    if (loaded.problems.length > 0 || !parsed?.ok) {
+      const why = [...loaded.problems.map(formatProblem), ...(parsed && !parsed.ok ? parsed.errors.map((e) => `${e.path}: ${e.message}`) : []), ...(config ? [] : ['no OperatorConfiguration in it'])];
+      io.stderr(`--config ${a.config}: ${why.join('; ')}\n`);
       return 2;
     }
     operator = parsed.config;
   }
   const model = seedModelFromObjects(objects, operator);
   problems.push(...model.problems);
-  // Only what concerns this shoot (or the whole seed) is worth the reader's attention.
-  const relevant = problems.filter((p) => p.severity === 'error' && (p.object.includes(a.shoot) || !p.object.includes('shoot-')));
+  // Errors about this shoot or the whole seed make the answer unreliable; other shoots' errors do not.
+  const errors = problems.filter((p) => p.severity === 'error');
+  const otherShoots = errors.filter((p) => !p.object.includes(a.shoot) && /shoot--?[a-z0-9]/.test(p.object));
+  const relevant = errors.filter((p) => !otherShoots.includes(p));
   for (const p of relevant) io.stderr(`${formatProblem(p)}\n`);
-  if (!model.seed) return 2;
+  if (otherShoots.length > 0) io.stderr(`(${otherShoots.length} error(s) about other shoots not shown)\n`);
+  if (!model.seed || relevant.length > 0) {
+    io.stderr(
+      `gardener-acl explain: the objects have errors about ${a.shoot} or the seed; no verdict. ` +
+        `The controller keeps the ACL it last applied (the Extension's status.state) until they are fixed.\n`,
+    );
+    return 2;
+  }
   const legacyChains: LegacyChain[] = model.legacyFilters.flatMap((f) =>
     findLegacyChains(f, model.seed?.operator.legacyProxyPort ?? 0).map((c) => ({ namespace: f.metadata.namespace, envoyFilter: `${f.metadata.namespace}/${f.metadata.name}`, technicalID: c.technicalID })),
   );

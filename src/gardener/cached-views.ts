@@ -87,14 +87,14 @@ export function withoutFieldManagement<T extends { metadata: Metadata }>(object:
 }
 
 /**
- * A cache of combined CONNECT filters holds every shoot's policy once per gateway and port; a
- * shoot's equal policies (same JSON) share one object, so it costs one policy in memory however
- * many gateways and ports carry it. Cached objects are never mutated, so sharing is safe. Only a
- * digest and a weak reference are kept per shoot: a policy no cached filter holds any more is
- * collected, and its entry swept.
+ * A cache of combined CONNECT filters holds every shoot's policy once per gateway and port; equal
+ * policies (same JSON) share one object, so a shoot costs one policy in memory however many
+ * gateways and ports carry it. Cached objects are never mutated, so sharing is safe. Only a digest
+ * and a weak reference are kept per policy: a policy no cached filter holds any more is collected,
+ * and its entry swept.
  */
 export class PolicyInterner {
-  private readonly byShoot = new Map<string, { readonly digest: string; readonly ref: WeakRef<object> }>();
+  private readonly byDigest = new Map<string, WeakRef<object>>();
   private calls = 0;
 
   /** `filter` with each policy of its RBAC rules and shadow rules replaced by the shared equal one. */
@@ -103,7 +103,7 @@ export class PolicyInterner {
     if (!Array.isArray(patches)) return filter;
     const internPolicies = (rules: unknown): unknown => {
       if (!isRecord(rules) || !isRecord(rules['policies'])) return rules;
-      const shared = Object.fromEntries(Object.entries(rules['policies']).map(([id, policy]) => [id, this.shared(id, policy)]));
+      const shared = Object.fromEntries(Object.entries(rules['policies']).map(([id, policy]) => [id, this.shared(policy)]));
       return { ...rules, policies: shared };
     };
     const configPatches = patches.map((patch: unknown) => {
@@ -117,18 +117,17 @@ export class PolicyInterner {
     return { ...filter, spec: { ...filter.spec, configPatches } };
   }
 
-  private shared(id: string, policy: unknown): unknown {
+  private shared(policy: unknown): unknown {
     if (typeof policy !== 'object' || policy === null) return policy;
     if (++this.calls % 10_000 === 0) this.sweep();
     const digest = createHash('sha256').update(JSON.stringify(policy)).digest('base64');
-    const known = this.byShoot.get(id);
-    const existing = known?.digest === digest ? known.ref.deref() : undefined;
+    const existing = this.byDigest.get(digest)?.deref();
     if (existing !== undefined) return existing;
-    this.byShoot.set(id, { digest, ref: new WeakRef(policy) });
+    this.byDigest.set(digest, new WeakRef(policy));
     return policy;
   }
 
   private sweep(): void {
-    for (const [id, entry] of this.byShoot) if (entry.ref.deref() === undefined) this.byShoot.delete(id);
+    for (const [digest, ref] of this.byDigest) if (ref.deref() === undefined) this.byDigest.delete(digest);
   }
 }

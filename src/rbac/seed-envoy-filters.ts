@@ -24,12 +24,14 @@ export function allEnvoyFilters(filters: SeedEnvoyFilters): GeneratedEnvoyFilter
 
 /**
  * allEnvoyFilters(buildSeedEnvoyFilters(seed)), the same objects in the same order, one at a time:
- * what a render of a large seed writes out as it goes instead of holding.
+ * what a render of a large seed writes out as it goes instead of holding. The combined shards are
+ * planned by this call, so an oversized shoot throws here, before any object exists.
  */
-export function* seedEnvoyFilterStream(seed: SeedAcl): Generator<GeneratedEnvoyFilter> {
+export function seedEnvoyFilterStream(seed: SeedAcl): Iterable<GeneratedEnvoyFilter> {
   const shoots = [...seed.shoots].sort((a, b) => (a.technicalID < b.technicalID ? -1 : 1));
-  // Planned before the first object: an oversized shoot fails the render before anything is out.
   const combined = combinedConnectFilterStream({ ...seed, shoots });
-  for (const shoot of shoots) yield* buildShootEnvoyFilters(shoot, seed);
-  yield* combined;
+  return (function* () {
+    for (const shoot of shoots) yield* buildShootEnvoyFilters(shoot, seed);
+    yield* combined;
+  })();
 }

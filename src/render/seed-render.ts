@@ -59,10 +59,10 @@ export function seedModelFromObjects(objects: readonly SourcedObject[], operator
   return { seed, legacyFilters, problems };
 }
 
-/** A render whose objects are produced one at a time; `documents()` can be iterated more than once. */
+/** A render whose objects are produced one at a time. */
 export interface SeedRenderStream {
   readonly problems: readonly Problem[];
-  /** The EnvoyFilters, then the legacy patches; empty when the model could not be built. */
+  /** The EnvoyFilters, then the legacy patches; empty when an error was found. Each call renders anew. */
   documents(): Iterable<GeneratedEnvoyFilter | EnvoyFilterPatch>;
 }
 
@@ -90,11 +90,20 @@ function legacyPatches(seed: SeedAcl, legacyFilters: readonly EnvoyFilterObject[
 export function renderSeedStream(objects: readonly SourcedObject[], operator?: OperatorConfig): SeedRenderStream {
   const { seed, legacyFilters, problems } = seedModelFromObjects(objects, operator);
   if (!seed) return { problems, documents: () => [] };
+  // Planned now, so that a seed that cannot be sharded is an error before anything is written.
+  let planned: Iterable<GeneratedEnvoyFilter> | undefined;
+  try {
+    planned = seedEnvoyFilterStream(seed);
+  } catch (error) {
+    return { problems: [...problems, { severity: 'error', object: 'seed', message: error instanceof Error ? error.message : String(error) }], documents: () => [] };
+  }
   const patches = legacyPatches(seed, legacyFilters);
   return {
     problems,
     *documents() {
-      yield* seedEnvoyFilterStream(seed);
+      const filters = planned ?? seedEnvoyFilterStream(seed);
+      planned = undefined;
+      yield* filters;
       yield* patches;
     },
   };

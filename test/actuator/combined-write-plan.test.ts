@@ -99,6 +99,20 @@ describe('combined filter write plan (add before remove)', () => {
     exactly(store, range(0, 20));
   });
 
+  it('a stored filter that a foreign edit gave an RBAC matcher protects nobody as recorded (Envoy ignores its rules then)', () => {
+    const store: Store = new Map();
+    replay(store, range(0, 3), new Map());
+    const namespaces = GATEWAYS.map((g) => g.namespace);
+    const before = uncoveredPaths(storedCoverage([...store.values()]), shoot(1).technicalID, combinedConnectEntry(shoot(1), operator), namespaces, operator.protectedPorts);
+    expect(before).toEqual([]);
+    const edited = [...store.values()].map((f) => {
+      const copy = JSON.parse(JSON.stringify(f)) as EnvoyFilterObject & { spec: { configPatches: { patch: { value: { typed_config: Record<string, unknown> } } }[] } };
+      for (const p of copy.spec.configPatches) p.patch.value.typed_config['matcher'] = { matcher_tree: {} };
+      return copy;
+    });
+    expect(uncoveredPaths(storedCoverage(edited), shoot(1).technicalID, combinedConnectEntry(shoot(1), operator), namespaces, operator.protectedPorts)).toHaveLength(namespaces.length * operator.protectedPorts.length);
+  });
+
   it('audit mode: a shoot switched to audit moves to its shard\'s shadow rules in one write, and coverage tells the modes apart', () => {
     const store: Store = new Map();
     replay(store, range(0, 20), new Map());

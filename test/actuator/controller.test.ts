@@ -220,7 +220,7 @@ describe('extension controller on a real kube-apiserver', () => {
       return list.some((ev) => ev.reason === 'ACLWarning' && ev.message.includes('spec.providerConfig.rule.mode: is audit: this ACL refuses no connection'));
     }, 30_000);
     await mergePatch(cp.kubeConfig, extRef(technicalID(A)), { metadata: { annotations: { 'gardener.cloud/operation': 'reconcile' } }, spec: { providerConfig: withMode('enforce') } });
-    await eventually('enforce recorded', async () => (await ext(A))?.status?.state?.applied?.rule.mode === undefined);
+    await eventually('enforce recorded', async () => (await ext(A))?.status?.state?.applied?.rule.mode === 'enforce');
     await succeeded(A);
     await settled('after enforce');
     expect(await sections()).toEqual({ count: 4, enforced: 4, audited: 0 });

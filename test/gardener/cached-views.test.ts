@@ -74,7 +74,9 @@ describe('cached views', () => {
     const stored = planCombinedConnectFilters({ ...seed, shoots: seed.shoots }).filters.map((f) => JSON.parse(JSON.stringify(f)) as { spec: Record<string, unknown> });
     expect(stored).toHaveLength(4);
     const interner = new PolicyInterner();
-    const cached = stored.map((f) => interner.intern(f));
+    // A shoot's own SNI filter (same policy key, other content) is cached between the gateways' shards.
+    const sniFilter = { spec: { configPatches: [{ patch: { value: { typed_config: { rules: { action: 'DENY', policies: { 'shoot--p--a': { permissions: [{ any: true }], principals: [] } } } } } } }] } };
+    const cached = stored.map((f, i) => (i === 2 && interner.intern(sniFilter), interner.intern(f)));
     expect(JSON.stringify(cached)).toBe(JSON.stringify(stored));
     const policyOf = (f: { spec: Record<string, unknown> }, section: string, id: string) =>
       (f.spec['configPatches'] as { patch: { value: { typed_config: Record<string, { policies: Record<string, unknown> }> } } }[])[0]!.patch.value.typed_config[section]!.policies[id];

@@ -57,4 +57,23 @@ describe('streaming render', () => {
     expect(await commandOutput('json', dir)).toBe(`${JSON.stringify({ apiVersion: 'v1', kind: 'List', items }, null, 2)}\n`);
     expect(await commandOutput('yaml', dir)).toBe(toYamlDocuments(items));
   });
+
+  it('a shoot too large for any shard is an input error before anything is written: exit 2, empty stdout', async () => {
+    const { writeFile, mkdtemp } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const path = await import('node:path');
+    const dir = await mkdtemp(path.join(tmpdir(), 'acl-render-oversized-'));
+    const objects = (await manyShardSeed()).map((o) => o.object as { kind?: string; metadata?: { namespace?: string }; status?: Record<string, unknown> });
+    // maxCIDRs bounds the rule, not the shoot's egress ranges: 1,000 of them make its policy larger than a 16 KiB object may hold.
+    const egress = Array.from({ length: 1000 }, (_, i) => `172.${16 + (i >> 8)}.${i & 255}.0/24`);
+    const tiny = objects.map((o) => (o.kind === 'Infrastructure' && o.metadata?.namespace === 'shoot--team--prod-eu' ? { ...o, status: { egressCIDRs: egress } } : o));
+    await writeFile(path.join(dir, 'seed.json'), JSON.stringify({ apiVersion: 'v1', kind: 'List', items: tiny }));
+    for (const output of ['json', 'yaml']) {
+      let out = '';
+      let err = '';
+      const code = await renderCommand(['--output', output, dir], { stdout: (t) => (out += t), stderr: (t) => (err += t) });
+      expect({ code, out }).toEqual({ code: 2, out: '' });
+      expect(err).toMatch(/^error: seed: cannot shard: the combined CONNECT policy of shoot--\S+ needs \d+ bytes, more than the 12288 bytes one combined filter may hold/m);
+    }
+  });
 });

@@ -1,0 +1,47 @@
+// `gardener-acl explain` on bad input: an error about the shoot asked for (or the seed) gives no
+// verdict and exit 2, naming the field; an error about another shoot does not stop the answer.
+import { cp, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { explainCommand } from '../../src/cli/explain-command.js';
+import { EMBEDDED_EXAMPLE } from '../../src/cli/render-command.js';
+
+async function run(args: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await explainCommand(args, { stdout: (t) => (out += t), stderr: (t) => (err += t) });
+  return { code, out, err };
+}
+
+/** The example seed with shoot--team--prod's first CIDR made invalid. */
+async function brokenExample(): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'acl-explain-'));
+  await cp(EMBEDDED_EXAMPLE, dir, { recursive: true });
+  const file = path.join(dir, 'shoot--team--prod.yaml');
+  await writeFile(file, (await readFile(file, 'utf8')).replace('203.0.113.0/24', '203.0.113.0/33'));
+  return dir;
+}
+
+describe('gardener-acl explain with bad input', () => {
+  it('an invalid ACL of the shoot asked for: no verdict, exit 2, the field named and what the controller does meanwhile', async () => {
+    const result = await run(['--shoot', 'shoot--team--prod', '--client', '203.0.113.9', await brokenExample()]);
+    expect(result.code).toBe(2);
+    expect(result.out).toBe('');
+    expect(result.err).toContain('spec.providerConfig.rule.cidrs[0]: "203.0.113.0/33" is not a valid CIDR');
+    expect(result.err).toContain('no verdict. The controller keeps the ACL it last applied');
+  });
+
+  it('an invalid ACL of another shoot: the verdict is given, the other error only counted', async () => {
+    const result = await run(['--shoot', 'shoot--web--shop', '--client', '203.0.113.9', '--path', 'connect', await brokenExample()]);
+    expect(result.code).not.toBe(2);
+    expect(result.out).toMatch(/^shoot--web--shop: /);
+    expect(result.err).toBe('(1 error(s) about other shoots not shown)\n');
+  });
+
+  it('a missing path or operator configuration is exit 2', async () => {
+    expect((await run(['--shoot', 'shoot--team--prod', '--client', '10.0.0.1', '/nonexistent'])).code).toBe(2);
+    const config = await run(['--shoot', 'shoot--team--prod', '--client', '10.0.0.1', '--config', path.join(EMBEDDED_EXAMPLE, 'shoot--team--prod.yaml')]);
+    expect(config).toMatchObject({ code: 2, err: expect.stringMatching(/no OperatorConfiguration in it\n$/) });
+  });
+});
