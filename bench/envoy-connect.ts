@@ -1,9 +1,10 @@
 // HTTP CONNECT setup latency through a real Envoy 1.40 with the ACL filters of N shoots placed on
-// the gateway: gardener-acl's combined, sharded DENY filters next to the Go reference extension's
-// shape (one ALLOW filter per shoot per port) for the same seed model. Prints measurements and
-// never asserts timings; it only refuses to report numbers for requests that did not succeed.
+// the gateway: gardener-acl's combined filters in both forms (`ours`: the rules form, sharded DENY
+// policies; `matcher`: the per-header lookup) next to the Go reference extension's shape (one
+// ALLOW filter per shoot per port) for the same seed model. Prints measurements and never asserts
+// timings; it only refuses to report numbers for requests that did not succeed.
 //
-// usage: npx tsx bench/envoy-connect.ts [sizes=0,100,1000,5000] [requests=300] [warmup=30]
+// usage: npx tsx bench/envoy-connect.ts [sizes=0,100,1000,5000] [requests=300] [warmup=30] [shapes=ours,matcher,reference]
 //
 // The gateway carries only the two shoots the requests hit (their echo upstreams and SNI chains);
 // the filters of all N shoots are placed anyway: CONNECT routes take the cluster from a header, so
@@ -25,6 +26,7 @@ import { startLiveGateway, type LiveGateway } from '../test/envoy/live-gateway.j
 import { referenceExtensionFilters } from '../test/envoy/reference-extension-shape.js';
 
 const SIZES = (process.argv[2] ?? '0,100,1000,5000').split(',').map(Number);
+const SHAPES = (process.argv[5] ?? 'ours,matcher,reference').split(',') as Shape[];
 const REQUESTS = Number(process.argv[3] ?? 300);
 const WARMUP = Number(process.argv[4] ?? 30);
 const CIDRS_PER_SHOOT = 10;
@@ -35,7 +37,7 @@ const PORT = GARDENER_PORT.httpProxy;
 const TARGET = 'shoot--bench--target';
 const OPEN = 'shoot--bench--open';
 
-type Shape = 'ours' | 'reference';
+type Shape = 'ours' | 'matcher' | 'reference';
 type RequestKind = 'ACL shoot' | 'shoot without ACL';
 
 // ---------------------------------------------------------------------------------------------
@@ -73,8 +75,8 @@ function admittedClient(): string {
 const ADMITTED_CLIENT = admittedClient();
 
 function filtersOf(shape: Shape, shoots: readonly TestShoot[]): unknown[] {
-  const { seed } = testSeed(shoots);
-  return shape === 'ours' ? allEnvoyFilters(buildSeedEnvoyFilters(seed)) : referenceExtensionFilters(seed);
+  const { seed } = testSeed(shoots, { operator: { combinedForm: shape === 'matcher' ? 'matcher' : 'rules' } });
+  return shape === 'reference' ? referenceExtensionFilters(seed) : allEnvoyFilters(buildSeedEnvoyFilters(seed));
 }
 
 /** The same seed after the target's owner added one range: the ACL change an LDS update carries. */
@@ -134,7 +136,7 @@ async function envoyMemory(envoy: EnvoyInstance): Promise<{ allocated: number; h
   return { allocated: Number(memory.allocated), heap: Number(memory.heap_size) };
 }
 
-/** HTTP filters in front of the router in the CONNECT listener: what every request runs through. */
+/** HTTP filters in front of the router in the CONNECT listener (ours: RBAC and, matcher form, the extraction): what every request runs through. */
 function rbacFiltersPerRequest(placement: PlacementResult): number {
   const listener = placement.gateway.listeners.find((l) => l.logicalPort === PORT);
   const hcm = getObjectList(getObjectList(listener?.config ?? {}, 'filter_chains')[0] ?? {}, 'filters')[0];
@@ -241,20 +243,19 @@ const ms = (value: number): string => value.toFixed(2).padStart(7);
 const ratio = (reference: number, ours: number): string => `${(reference / ours).toFixed(2)}x`.padStart(7);
 
 function latencyTable(results: readonly ConfigurationResult[]): string[] {
-  const lines = [
-    `shoots  request             | ours p50     p99    mean | ref  p50     p99    mean | ref/ours p50    mean`,
-  ];
+  const lines = [`shoots  request             shape      |     p50     p99    mean | p50 / 0-shoot p50 of the shape`];
   for (const size of SIZES) {
-    const ours = results.find((r) => r.shape === 'ours' && r.aclShoots === size);
-    const reference = results.find((r) => r.shape === 'reference' && r.aclShoots === size);
-    if (ours === undefined || reference === undefined) continue;
-    for (const [kind, o] of ours.rows) {
-      const r = reference.rows.get(kind);
-      if (r === undefined) continue;
-      lines.push(
-        `${String(size).padStart(6)}  ${kind.padEnd(19)} | ${ms(o.p50)} ${ms(o.p99)} ${ms(o.mean)} | ${ms(r.p50)} ${ms(r.p99)} ${ms(r.mean)} |      ${ratio(r.p50, o.p50)} ${ratio(r.mean, o.mean)}` +
-          (o.count < REQUESTS || r.count < REQUESTS ? `  (only ${Math.min(o.count, r.count)} samples: time budget)` : ''),
-      );
+    for (const shape of SHAPES) {
+      const row = results.find((r) => r.shape === shape && r.aclShoots === size);
+      const baseline = results.find((r) => r.shape === shape && r.aclShoots === 0);
+      if (row === undefined) continue;
+      for (const [kind, l] of row.rows) {
+        const base = baseline?.rows.get(kind);
+        lines.push(
+          `${String(size).padStart(6)}  ${kind.padEnd(19)} ${shape.padEnd(9)}  | ${ms(l.p50)} ${ms(l.p99)} ${ms(l.mean)} | ${base === undefined ? '      -' : ratio(l.p50, base.p50)}` +
+            (l.count < REQUESTS ? `  (only ${l.count} samples: time budget)` : ''),
+        );
+      }
     }
   }
   return lines;
@@ -263,7 +264,7 @@ function latencyTable(results: readonly ConfigurationResult[]): string[] {
 function configurationTable(results: readonly ConfigurationResult[]): string[] {
   const mib = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(1)}`.padStart(9);
   const seconds = (milliseconds: number): string => (milliseconds / 1000).toFixed(2).padStart(8);
-  const lines = [`shoots  shape      EnvoyFilters  RBAC filters/request  allocated MiB  heap MiB  load (s)  ACL change (s)  harness placement (s)`];
+  const lines = [`shoots  shape      EnvoyFilters  filters/request      allocated MiB  heap MiB  load (s)  ACL change (s)  harness placement (s)`];
   for (const r of results) {
     lines.push(
       `${String(r.aclShoots).padStart(6)}  ${r.shape.padEnd(9)}  ${String(r.envoyFilters).padStart(12)}  ${String(r.rbacFilters).padStart(20)}  ` +
@@ -276,7 +277,7 @@ function configurationTable(results: readonly ConfigurationResult[]): string[] {
 const results: ConfigurationResult[] = [];
 const benchStart = performance.now();
 for (const size of SIZES) {
-  for (const shape of ['ours', 'reference'] as const) {
+  for (const shape of SHAPES) {
     process.stderr.write(`measuring ${shape} with ${size} ACL shoots...\n`);
     results.push(await measureConfiguration(shape, size));
   }

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Cidr } from './cidr.js';
 import { cidrStringSchema } from './cidr-schema.js';
 import { combinedConnectPolicy, combinedPolicyBytes, shardBudget } from '../rbac/combined-connect-filters.js';
+import { matcherEntryBytes, shootAclLeaf } from '../rbac/connect-matcher.js';
 import { fieldErrorsFromZod, REPORT_INPUT, type FieldError } from './field-errors.js';
 
 const port = z.number().int().min(1).max(65535);
@@ -20,7 +21,11 @@ const REALISTIC_SHOOT_ALWAYS_ALLOWED = 16;
 // Namespace names are at most 63 characters, so no technical ID is longer.
 const LONGEST_TECHNICAL_ID = `shoot--${'p'.repeat(10)}--${'s'.repeat(63 - 'shoot--'.length - 10 - 2)}`;
 
-type SizeInputs = Pick<OperatorConfig, 'protectedHeaders' | 'additionalAllowedCIDRs' | 'maxObjectBytes'>;
+type SizeInputs = Pick<OperatorConfig, 'protectedHeaders' | 'additionalAllowedCIDRs' | 'maxObjectBytes'> & { readonly combinedForm?: CombinedFormName };
+
+/** How the combined CONNECT filters hold the shoots' ACLs (see README "Combined filter forms"). */
+export const COMBINED_FORMS = ['rules', 'matcher'] as const;
+export type CombinedFormName = (typeof COMBINED_FORMS)[number];
 
 /** `count` distinct IPv4 hosts of the longest textual form (each also gets its IPv4-mapped twin in a policy). */
 function longestIpv4Hosts(count: number, offset: number): Cidr[] {
@@ -42,8 +47,12 @@ export function maximalShootPolicyBytes(config: SizeInputs, cidrs: number): numb
   let most = 0;
   for (const ruleCidrs of [longestIpv4Hosts(cidrs, 0), longestIpv6Hosts(cidrs)]) {
     for (const action of ['ALLOW', 'DENY'] as const) {
-      const policy = combinedConnectPolicy({ technicalID: LONGEST_TECHNICAL_ID, rule: { action, type: 'direct_remote_ip', cidrs: ruleCidrs, mode: 'enforce' }, alwaysAllowed }, config);
-      most = Math.max(most, combinedPolicyBytes(LONGEST_TECHNICAL_ID, policy));
+      const shoot = { technicalID: LONGEST_TECHNICAL_ID, rule: { action, type: 'direct_remote_ip', cidrs: ruleCidrs, mode: 'enforce' }, alwaysAllowed } as const;
+      const bytes =
+        config.combinedForm === 'matcher'
+          ? matcherEntryBytes(LONGEST_TECHNICAL_ID, shootAclLeaf(shoot), config.protectedHeaders.length)
+          : combinedPolicyBytes(LONGEST_TECHNICAL_ID, combinedConnectPolicy(shoot, config));
+      most = Math.max(most, bytes);
     }
   }
   return most;
@@ -97,6 +106,12 @@ export const operatorConfigSchema = z
     legacyProxyPort: port.default(8443),
     /** Largest serialized size (bytes) of one generated EnvoyFilter; combined filters are sharded below it. */
     maxObjectBytes: z.number().int().min(16 * 1024).max(MAX_OBJECT_BYTES).default(384 * 1024),
+    /**
+     * How the combined CONNECT filters hold the ACLs: `rules` (a DENY policy per shoot, every request
+     * checks every mention) or `matcher` (a lookup of the routed shoot per protected header; cost
+     * independent of the number of shoots; needs Istio and Envoy with the matching API, see README).
+     */
+    combinedForm: z.enum(COMBINED_FORMS, { error: 'must be rules or matcher' }).default('rules'),
   })
   .transform((c) => ({
     ...c,

@@ -8,6 +8,13 @@ import type { EnvoyFilterObject } from '../gardener/objects.js';
 import { jsonEqual } from '../rbac/deep-equal.js';
 import { HTTP_RBAC_TYPE } from '../rbac/envoy-rbac-types.js';
 import { combinedEntries, type PolicyEntry } from '../rbac/filter-values.js';
+import type { GatewayWorkload } from '../acl/model.js';
+
+/** How coverage reads one form's stored objects (see combined-forms.ts). */
+export interface CombinedFormReader {
+  storedShards(filter: EnvoyFilterObject): { readonly port: number; readonly entries: ReadonlyMap<string, PolicyEntry<unknown>> }[];
+  supportStored(stored: readonly EnvoyFilterObject[], gateway: GatewayWorkload, port: number): boolean;
+}
 
 const HCM = 'envoy.filters.network.http_connection_manager';
 
@@ -48,13 +55,23 @@ export type StoredCoverage = ReadonlyMap<string, ReadonlyMap<number, ReadonlyMap
  * gateway's workload labels), when given, drops filters whose selector no longer picks the
  * gateway (a foreign edit); filters in namespaces without a known selector are counted as stored.
  */
-export function storedCoverage(filters: readonly EnvoyFilterObject[], selectors?: ReadonlyMap<string, Readonly<Record<string, string>>>): StoredCoverage {
+export function storedCoverage(
+  filters: readonly EnvoyFilterObject[],
+  selectors?: ReadonlyMap<string, Readonly<Record<string, string>>>,
+  form: Pick<CombinedFormReader, 'storedShards' | 'supportStored'> = { storedShards: storedPatches, supportStored: () => true },
+): StoredCoverage {
   const byNamespace = new Map<string, Map<number, Map<string, PolicyEntry<unknown>[]>>>();
+  const supported = new Map<string, boolean>();
   for (const filter of filters) {
     const namespace = filter.metadata.namespace;
     const selector = selectors?.get(namespace);
     if (selector && !jsonEqual(storedSelector(filter) ?? {}, selector)) continue;
-    for (const { port, entries } of storedPatches(filter)) {
+    for (const { port, entries } of form.storedShards(filter)) {
+      // A shard whose supporting objects are missing or changed does not protect as recorded (matcher form: it refuses every request naming a shoot).
+      const supportKey = `${namespace}:${port}`;
+      const gatewaySelector = selector ?? storedSelector(filter) ?? {};
+      if (!supported.has(supportKey)) supported.set(supportKey, form.supportStored(filters, { namespace, selector: gatewaySelector }, port));
+      if (!supported.get(supportKey)) continue;
       const ports = byNamespace.get(namespace) ?? new Map<number, Map<string, PolicyEntry<unknown>[]>>();
       byNamespace.set(namespace, ports);
       const shoots = ports.get(port) ?? new Map<string, PolicyEntry<unknown>[]>();

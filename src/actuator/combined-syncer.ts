@@ -15,14 +15,17 @@ import type { GatewayWorkload, Labels } from '../acl/model.js';
 import type { OperatorConfig } from '../acl/operator-config.js';
 import type { EnvoyFilterObject, Extension } from '../gardener/objects.js';
 import { EXTENSION_TYPE } from '../gardener/seed-acl.js';
-import { combinedConnectEntry, combinedConnectFilter, parseConnectFilterName, planCombinedConnectFilters } from '../rbac/combined-connect-filters.js';
+import { parseConnectFilterName, shardBudget, unplaceableMessage } from '../rbac/combined-connect-filters.js';
+import { parseMatcherFilterName } from '../rbac/connect-matcher.js';
+import { shardByHash, type Sized } from '../rbac/sharding.js';
 import { describeError } from '../kube/errors.js';
 import { jsonEqual } from '../rbac/deep-equal.js';
 import type { GeneratedEnvoyFilter } from '../rbac/envoy-filter-types.js';
-import { combinedEntries, combinedRbacConfig, type PolicyEntry } from '../rbac/filter-values.js';
+import type { PolicyEntry } from '../rbac/filter-values.js';
 import { appliedFromState, type AppliedAcl } from './applied-state.js';
 import { refOf, type ClusterClient } from './cluster-client.js';
-import { storedCoverage, storedEntries, storedSelector, uncoveredPaths } from './combined-coverage.js';
+import { storedCoverage, storedSelector, uncoveredPaths } from './combined-coverage.js';
+import { combinedForm, mentionsShootInAnyForm, storedFormEntries } from './combined-forms.js';
 import { OPERATION_ANNOTATION, Operation, isMigrated } from './extension-contract.js';
 
 export interface CombinedSyncerDeps {
@@ -67,6 +70,11 @@ export function appliedAcls(extensions: readonly Extension[]): AppliedAcl[] {
 
 const key = (o: { metadata: { namespace?: string | undefined; name: string } }): string => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
 
+/** A shard name of either form (a stored object of the other form is deleted with the shards, before supporting objects). */
+function parseAnyShardName(name: string): { readonly port: number; readonly shard: number } | undefined {
+  return parseConnectFilterName(name) ?? parseMatcherFilterName(name);
+}
+
 /**
  * The gateways to write: every gateway with a Deployment, plus every namespace that already holds
  * stored combined filters, with their stored workload selector. A Deployment that is missing,
@@ -106,21 +114,6 @@ export interface CombinedWritePlan {
 
 type Entries = Map<string, PolicyEntry<unknown>>;
 
-/** `filter` with its one patch's entries replaced (sorted by technical ID for stable output). */
-function withEntries(filter: GeneratedEnvoyFilter, entries: ReadonlyMap<string, PolicyEntry<unknown>>): CombinedWrite {
-  return {
-    ...filter,
-    spec: {
-      ...filter.spec,
-      configPatches: filter.spec.configPatches.map((p) => ({ ...p, patch: { ...p.patch, value: { ...p.patch.value, typed_config: combinedRbacConfig(entries) } } })),
-    },
-  };
-}
-
-function entriesOf(filter: GeneratedEnvoyFilter): Entries {
-  return new Map<string, PolicyEntry<unknown>>(filter.spec.configPatches.flatMap((p) => [...combinedEntries(p.patch.value.typed_config)]));
-}
-
 /** The stored object already is `wanted`: our labels present, spec identical (key order aside). */
 export function storedAs(stored: EnvoyFilterObject | undefined, wanted: CombinedWrite): boolean {
   if (!stored) return false;
@@ -128,10 +121,19 @@ export function storedAs(stored: EnvoyFilterObject | undefined, wanted: Combined
   return labels && jsonEqual(stored.spec, wanted.spec);
 }
 
+interface PlannedShard {
+  readonly gateway: GatewayWorkload;
+  readonly port: number;
+  readonly shard: number;
+  readonly entries: Entries;
+}
+
 /**
- * Plans the writes from what is stored (pure). Final content of a shard: the generated policies
- * plus the stored policies of active shoots that cannot be placed (their protection stays where
- * it is). Transitional content: final plus the stored policies of active shoots moving out.
+ * Plans the writes from what is stored (pure). Final content of a shard: the generated entries
+ * plus the stored entries of active shoots that cannot be placed (their protection stays where
+ * it is). Transitional content: final plus the stored entries of active shoots moving out. The
+ * objects the shards of a gateway and port rely on (matcher form) are written first and deleted
+ * last.
  */
 export function planCombinedWrites(input: {
   readonly operator: OperatorConfig;
@@ -140,47 +142,74 @@ export function planCombinedWrites(input: {
   readonly stored: readonly EnvoyFilterObject[];
 }): CombinedWritePlan {
   const { operator, gateways, shoots, stored } = input;
-  const plan = planCombinedConnectFilters({ operator, gateways, shoots });
+  const form = combinedForm(operator);
+  const budget = shardBudget(operator.maxObjectBytes);
+  const unplaced = new Map<string, string>();
+  const items: Sized<PolicyEntry<unknown>>[] = [];
+  for (const shoot of shoots) {
+    const entry = form.entry(shoot);
+    const bytes = form.bytes(shoot.technicalID, entry);
+    if (bytes > budget) unplaced.set(shoot.technicalID, unplaceableMessage(shoot.technicalID, bytes, operator.maxObjectBytes));
+    else items.push({ key: shoot.technicalID, bytes, item: entry });
+  }
+  const buckets = shardByHash(items, budget)
+    .map((shard, index) => ({ shard, index }))
+    // Empty buckets get no object; names stay tied to the bucket index so other shards keep theirs.
+    .filter(({ shard }) => shard.length > 0);
   const active = new Set(shoots.map((s) => s.technicalID));
   const storedByKey = new Map(stored.map((f) => [key(f), f]));
-  const gatewayByNamespace = new Map(gateways.map((g) => [g.namespace, g]));
+  const sortedGateways = [...gateways].sort((a, b) => a.namespace.localeCompare(b.namespace));
+  const gatewayByNamespace = new Map(sortedGateways.map((g) => [g.namespace, g]));
 
-  const finals = new Map<string, GeneratedEnvoyFilter>(plan.filters.map((f) => [key(f), f]));
-  const finalEntries = new Map<string, Entries>([...finals].map(([k, f]) => [k, entriesOf(f)]));
-  // Unplaced shoots keep every stored policy where it is: their shards are kept, never emptied.
+  const finals = new Map<string, PlannedShard>();
+  for (const gateway of sortedGateways) {
+    for (const port of operator.protectedPorts) {
+      for (const { shard, index } of buckets) {
+        const write = form.shard(gateway, port, index, new Map());
+        finals.set(key(write), { gateway, port, shard: index, entries: new Map(shard.map(({ key: id, item }) => [id, item])) });
+      }
+    }
+  }
+  // Unplaced shoots keep every stored entry where it is: their shards are kept, never emptied.
   for (const filter of stored) {
     const gateway = gatewayByNamespace.get(filter.metadata.namespace);
-    const name = parseConnectFilterName(filter.metadata.name);
+    const name = form.parseName(filter.metadata.name);
     if (!gateway || !name) continue;
-    const kept = [...storedEntries(filter)].filter(([id]) => plan.unplaced.has(id));
+    const kept = [...storedFormEntries(form, filter)].filter(([id]) => unplaced.has(id));
     if (kept.length === 0) continue;
     const k = key(filter);
-    if (!finals.has(k)) {
-      finals.set(k, combinedConnectFilter(gateway, name.port, name.shard, []));
-      finalEntries.set(k, new Map());
-    }
-    for (const [id, entry] of kept) finalEntries.get(k)?.set(id, entry);
+    const planned = finals.get(k) ?? { gateway, port: name.port, shard: name.shard, entries: new Map() };
+    finals.set(k, planned);
+    for (const [id, entry] of kept) planned.entries.set(id, entry);
   }
 
-  const grow: CombinedWrite[] = [];
+  // What the shards rely on, for every gateway and port that has a shard.
+  const supporting = new Map<string, CombinedWrite>();
+  for (const { gateway, port } of finals.values()) {
+    for (const write of form.supporting(gateway, port)) supporting.set(key(write), write);
+  }
+
+  const grow: CombinedWrite[] = [...supporting.values()].filter((write) => !storedAs(storedByKey.get(key(write)), write));
   const settle: CombinedWrite[] = [];
-  for (const [k, filter] of finals) {
-    const wanted = finalEntries.get(k) ?? new Map<string, PolicyEntry<unknown>>();
+  for (const [k, planned] of [...finals].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
     const current = storedByKey.get(k);
-    const transitional = new Map(wanted);
+    const transitional = new Map(planned.entries);
     if (current) {
-      for (const [id, entry] of storedEntries(current)) {
+      for (const [id, entry] of storedFormEntries(form, current)) {
         if (active.has(id) && !transitional.has(id)) transitional.set(id, entry);
       }
     }
-    const finalWrite = withEntries(filter, wanted);
-    const growWrite = transitional.size === wanted.size ? finalWrite : withEntries(filter, transitional);
+    const finalWrite = form.shard(planned.gateway, planned.port, planned.shard, planned.entries);
+    const growWrite = transitional.size === planned.entries.size ? finalWrite : form.shard(planned.gateway, planned.port, planned.shard, transitional);
     if (!storedAs(current, growWrite)) grow.push(growWrite);
     if (growWrite !== finalWrite) settle.push(finalWrite);
   }
   // Only in namespaces of known gateways: filters elsewhere have no selector we could trust.
-  const deletions = stored.filter((f) => gatewayByNamespace.has(f.metadata.namespace) && !finals.has(key(f)));
-  return { grow, settle, deletions, unplaced: plan.unplaced };
+  // Shards first, then what they relied on: a shard never runs without its support.
+  const deletions = stored
+    .filter((f) => gatewayByNamespace.has(f.metadata.namespace) && !finals.has(key(f)) && !supporting.has(key(f)))
+    .sort((a, b) => Number(parseAnyShardName(a.metadata.name) === undefined) - Number(parseAnyShardName(b.metadata.name) === undefined));
+  return { grow, settle, deletions, unplaced };
 }
 
 /** A field the stored spec has and the wanted one lacks: server-side apply keeps such fields of other managers. */
@@ -225,7 +254,7 @@ export class CombinedSyncer {
 
   /** Whether some stored combined filter (on any gateway and port) still holds a policy of `technicalID`. */
   holds(technicalID: string): boolean {
-    return this.deps.existing().some((filter) => storedEntries(filter).has(technicalID));
+    return this.deps.existing().some((filter) => mentionsShootInAnyForm(filter, technicalID));
   }
 
   /**
@@ -237,8 +266,8 @@ export class CombinedSyncer {
     const stored = this.deps.existing();
     const gateways = combinedGateways(this.deps.gateways(), stored);
     const selectors = new Map(gateways.map((g) => [g.namespace, g.selector]));
-    const expected = combinedConnectEntry(shoot, this.deps.operator);
-    const uncovered = uncoveredPaths(storedCoverage(stored, selectors), shoot.technicalID, expected, gateways.map((g) => g.namespace), this.deps.operator.protectedPorts);
+    const form = combinedForm(this.deps.operator);
+    const uncovered = uncoveredPaths(storedCoverage(stored, selectors, form), shoot.technicalID, form.entry(shoot), gateways.map((g) => g.namespace), this.deps.operator.protectedPorts);
     return { uncovered, problem: this.reportedUnplaced.get(shoot.technicalID) ?? this.lastFailure };
   }
 
@@ -249,11 +278,12 @@ export class CombinedSyncer {
   unprotected(shoots: readonly AppliedAcl[]): Set<string> {
     const stored = this.deps.existing();
     const gateways = combinedGateways(this.deps.gateways(), stored);
-    const coverage = storedCoverage(stored, new Map(gateways.map((g) => [g.namespace, g.selector])));
+    const form = combinedForm(this.deps.operator);
+    const coverage = storedCoverage(stored, new Map(gateways.map((g) => [g.namespace, g.selector])), form);
     const namespaces = gateways.map((g) => g.namespace);
     const out = new Set<string>();
     for (const shoot of shoots) {
-      const expected = combinedConnectEntry(shoot, this.deps.operator);
+      const expected = form.entry(shoot);
       if (uncoveredPaths(coverage, shoot.technicalID, expected, namespaces, this.deps.operator.protectedPorts).length > 0) out.add(shoot.technicalID);
     }
     return out;

@@ -3,6 +3,7 @@
 // so that a test can hold it against what the real Envoy decides.
 import { cidrContainsAddress, formatAddress, formatCidr, parseIpv4, parseIpv6, type Cidr, type IpFamily } from '../acl/cidr.js';
 import type { SeedAcl, ShootAcl } from '../acl/model.js';
+import type { CombinedFormName } from '../acl/operator-config.js';
 import type { AclRule } from '../acl/provider-config.js';
 import { destinationForms, parseTechnicalID } from '../acl/shoot-identity.js';
 
@@ -88,7 +89,13 @@ export interface Mention {
  * repeated headers as Envoy joins them (with ","), values compared without case (a case variant
  * can at most reach a cluster that does not exist, so it is treated as a mention).
  */
-export function mentionsOf(headers: readonly (readonly [string, string])[], protectedHeaders: readonly string[], technicalID: string): Mention[] {
+export function mentionsOf(
+  headers: readonly (readonly [string, string])[],
+  protectedHeaders: readonly string[],
+  technicalID: string,
+  form: CombinedFormName = 'rules',
+): Mention[] {
+  if (form === 'matcher') return routableMentionsOf(headers, protectedHeaders, technicalID);
   const { fqdnInfix, socketValue } = destinationForms(technicalID);
   const fqdn = fqdnInfix.toLowerCase();
   const socket = socketValue.toLowerCase();
@@ -100,6 +107,31 @@ export function mentionsOf(headers: readonly (readonly [string, string])[], prot
     const lower = joined.toLowerCase();
     if (lower.includes(fqdn)) mentions.push({ header: name, value: joined, form: 'fqdn' });
     else if (lower.startsWith(socket) || lower.includes(`,${socket}`)) mentions.push({ header: name, value: joined, form: 'socket' });
+  }
+  return mentions;
+}
+
+/**
+ * The matcher form's reading (README "Combined filter forms"): a header names the shoot when its
+ * first value, the one Envoy routes on, begins with an Istio cluster name of a service in the
+ * shoot's namespace or with its socket, spelled exactly (cluster names are case-sensitive).
+ */
+function routableMentionsOf(headers: readonly (readonly [string, string])[], protectedHeaders: readonly string[], technicalID: string): Mention[] {
+  const mentions: Mention[] = [];
+  for (const name of protectedHeaders) {
+    const first = headers.find(([n]) => n.toLowerCase() === name.toLowerCase())?.[1].trim();
+    if (first === undefined) continue;
+    if (first.startsWith(destinationForms(technicalID).socketValue)) {
+      mentions.push({ header: name, value: first, form: 'socket' });
+      continue;
+    }
+    // outbound|<port>|<subset>|<service>.<namespace>.svc...
+    const [direction, , , ...rest] = first.split('|');
+    const host = rest.join('|');
+    const service = host.split('.')[0] ?? '';
+    if (direction === 'outbound' && rest.length > 0 && service !== '' && !service.includes(',') && host.startsWith(`${service}.${technicalID}.svc.`)) {
+      mentions.push({ header: name, value: first, form: 'fqdn' });
+    }
   }
   return mentions;
 }
@@ -152,14 +184,14 @@ function connectVerdicts(req: ExplainRequest, shoot: ShootAcl | undefined, direc
   let reason: string;
   if (req.headers) {
     const targeted = seed.shoots
-      .map((s) => ({ s, mentions: mentionsOf(req.headers ?? [], protectedHeaders, s.technicalID) }))
+      .map((s) => ({ s, mentions: mentionsOf(req.headers ?? [], protectedHeaders, s.technicalID, seed.operator.combinedForm) }))
       .filter(({ mentions }) => mentions.length > 0);
     const parts = targeted.map(({ s, mentions }) => {
       const d = decideAcl(s, req.client, direct);
       const via = mentions.map((m) => `${m.header} (${m.form === 'fqdn' ? `FQDN form .${s.technicalID}.` : `socket form ${s.technicalID}--kube-apiserver-socket`})`).join(' and ');
       return { d, text: `targets ${s.technicalID} via ${via}: ${d.admitted ? 'admits' : 'refuses'}, ${d.reason}` };
     });
-    const self = mentionsOf(req.headers, protectedHeaders, req.technicalID).length > 0;
+    const self = mentionsOf(req.headers, protectedHeaders, req.technicalID, seed.operator.combinedForm).length > 0;
     const prefix = self ? '' : `no protected header mentions ${req.technicalID}; `;
     verdict = verdictOf(parts.every((p) => p.d.admitted));
     reason = parts.length === 0 ? `${prefix}no protected header mentions a shoot with an ACL` : `${prefix}${parts.map((p) => p.text).join('; ')}${parts.length > 1 ? ' (every targeted shoot must admit)' : ''}`;
@@ -167,7 +199,10 @@ function connectVerdicts(req: ExplainRequest, shoot: ShootAcl | undefined, direc
     const d = decideAcl(shoot, req.client, direct);
     const { fqdnInfix, socketValue } = destinationForms(shoot.technicalID);
     verdict = verdictOf(d.admitted);
-    reason = `${d.reason} (a request targets ${shoot.technicalID} when ${protectedHeaders.join(' or ')} contains "${fqdnInfix}" or starts with "${socketValue}")`;
+    reason =
+      seed.operator.combinedForm === 'matcher'
+        ? `${d.reason} (a request targets ${shoot.technicalID} when the first value of ${protectedHeaders.join(' or ')} begins with "outbound|<port>|<subset>|<service>${fqdnInfix}svc." or "${socketValue}")`
+        : `${d.reason} (a request targets ${shoot.technicalID} when ${protectedHeaders.join(' or ')} contains "${fqdnInfix}" or starts with "${socketValue}")`;
   } else {
     verdict = 'admitted';
     reason = `${req.technicalID} has no ACL on this seed`;

@@ -11,14 +11,27 @@ export type ListenerMatch = {
   readonly filterChain: { readonly sni: string } | { readonly filter: { readonly name: string } };
 };
 
+/** An HTTP filter of the matcher form (extraction, target headers, RBAC with a matcher), as JSON. */
+export interface MatcherFormFilter {
+  readonly name: string;
+  readonly typed_config: { readonly '@type': string; readonly [field: string]: unknown };
+}
+
 export interface ConfigPatch {
   readonly applyTo: 'NETWORK_FILTER' | 'HTTP_FILTER';
   readonly match: { readonly context: 'GATEWAY'; readonly listener: ListenerMatch };
   readonly patch: { readonly operation: 'INSERT_FIRST'; readonly value: NetworkRbacFilter | HttpRbacFilter };
 }
 
-/** An Istio EnvoyFilter as the generator writes it. */
-export interface GeneratedEnvoyFilter {
+/** A patch of the matcher form: inserts one of its HTTP filters. */
+export interface MatcherFormPatch {
+  readonly applyTo: 'HTTP_FILTER';
+  readonly match: { readonly context: 'GATEWAY'; readonly listener: ListenerMatch };
+  readonly patch: { readonly operation: 'INSERT_FIRST'; readonly value: MatcherFormFilter };
+}
+
+/** An Istio EnvoyFilter as the generator writes it (P: its patches). */
+export interface GeneratedEnvoyFilter<P = ConfigPatch> {
   readonly apiVersion: 'networking.istio.io/v1alpha3';
   readonly kind: 'EnvoyFilter';
   readonly metadata: {
@@ -29,6 +42,8 @@ export interface GeneratedEnvoyFilter {
   };
   readonly spec: {
     readonly workloadSelector: { readonly labels: Labels };
-    readonly configPatches: readonly ConfigPatch[];
+    /** Istio applies EnvoyFilters by ascending priority (default 0). */
+    readonly priority?: number;
+    readonly configPatches: readonly P[];
   };
 }

@@ -1,13 +1,17 @@
 import type { SeedAcl } from '../acl/model.js';
 import { buildCombinedConnectFilters, combinedConnectFilterStream } from './combined-connect-filters.js';
-import type { GeneratedEnvoyFilter } from './envoy-filter-types.js';
+import { buildMatcherConnectFilters } from './connect-matcher.js';
+import type { GeneratedEnvoyFilter, MatcherFormPatch } from './envoy-filter-types.js';
+
+/** A generated object of either combined form (or a per-shoot filter). */
+export type AnyGeneratedEnvoyFilter = GeneratedEnvoyFilter | GeneratedEnvoyFilter<MatcherFormPatch>;
 import { buildShootEnvoyFilters } from './shoot-envoy-filters.js';
 
 export interface SeedEnvoyFilters {
   /** Per technical ID, sorted: what travels in the shoot's ManagedResource. */
   readonly perShoot: ReadonlyMap<string, readonly GeneratedEnvoyFilter[]>;
   /** The combined HTTP-CONNECT shards for every gateway namespace, sorted by namespace and name. */
-  readonly combined: readonly GeneratedEnvoyFilter[];
+  readonly combined: readonly AnyGeneratedEnvoyFilter[];
 }
 
 /** The whole seed's EnvoyFilters from its ACL model; pure and deterministic. */
@@ -15,10 +19,11 @@ export function buildSeedEnvoyFilters(seed: SeedAcl): SeedEnvoyFilters {
   const shoots = [...seed.shoots].sort((a, b) => (a.technicalID < b.technicalID ? -1 : 1));
   const perShoot = new Map<string, readonly GeneratedEnvoyFilter[]>();
   for (const shoot of shoots) perShoot.set(shoot.technicalID, buildShootEnvoyFilters(shoot, seed));
-  return { perShoot, combined: buildCombinedConnectFilters({ ...seed, shoots }) };
+  const combined = seed.operator.combinedForm === 'matcher' ? buildMatcherConnectFilters({ ...seed, shoots }) : buildCombinedConnectFilters({ ...seed, shoots });
+  return { perShoot, combined };
 }
 
-export function allEnvoyFilters(filters: SeedEnvoyFilters): GeneratedEnvoyFilter[] {
+export function allEnvoyFilters(filters: SeedEnvoyFilters): AnyGeneratedEnvoyFilter[] {
   return [...[...filters.perShoot.values()].flat(), ...filters.combined];
 }
 
@@ -27,11 +32,20 @@ export function allEnvoyFilters(filters: SeedEnvoyFilters): GeneratedEnvoyFilter
  * what a render of a large seed writes out as it goes instead of holding. The combined shards are
  * planned by this call, so an oversized shoot throws here, before any object exists.
  */
-export function seedEnvoyFilterStream(seed: SeedAcl): Iterable<GeneratedEnvoyFilter> {
+export function seedEnvoyFilterStream(seed: SeedAcl): Iterable<AnyGeneratedEnvoyFilter> {
   const shoots = [...seed.shoots].sort((a, b) => (a.technicalID < b.technicalID ? -1 : 1));
-  const combined = combinedConnectFilterStream({ ...seed, shoots });
+  // The matcher form is built whole (its shards are a fraction of the rules form's size).
+  const combined: Iterable<AnyGeneratedEnvoyFilter> = seed.operator.combinedForm === 'matcher' ? buildMatcherConnectFilters({ ...seed, shoots }) : combinedConnectFilterStream({ ...seed, shoots });
   return (function* () {
     for (const shoot of shoots) yield* buildShootEnvoyFilters(shoot, seed);
     yield* combined;
   })();
+}
+
+/** The objects of a rules-form seed with their rules-form type; throws on a matcher-form object (callers that read `rules`). */
+export function rulesFormOnly(filters: readonly AnyGeneratedEnvoyFilter[]): GeneratedEnvoyFilter[] {
+  return filters.map((filter) => {
+    if (filter.spec.configPatches.some((p) => 'matcher' in p.patch.value.typed_config)) throw new Error(`${filter.metadata.name} is a matcher-form object`);
+    return filter as GeneratedEnvoyFilter;
+  });
 }

@@ -6,7 +6,7 @@ import type { Problem } from '../gardener/problems.js';
 import type { SeedAcl } from '../acl/model.js';
 import type { EnvoyFilterObject } from '../gardener/objects.js';
 import { seedAclFromInventory } from '../gardener/seed-acl.js';
-import type { GeneratedEnvoyFilter } from '../rbac/envoy-filter-types.js';
+import type { AnyGeneratedEnvoyFilter } from '../rbac/seed-envoy-filters.js';
 import { legacyProxyPatch } from '../rbac/legacy-proxy-patch.js';
 import { allEnvoyFilters, buildSeedEnvoyFilters, seedEnvoyFilterStream } from '../rbac/seed-envoy-filters.js';
 
@@ -19,7 +19,7 @@ export interface EnvoyFilterPatch {
 }
 
 export interface SeedRender {
-  readonly envoyFilters: readonly GeneratedEnvoyFilter[];
+  readonly envoyFilters: readonly AnyGeneratedEnvoyFilter[];
   readonly patches: readonly EnvoyFilterPatch[];
   readonly problems: readonly Problem[];
 }
@@ -63,7 +63,7 @@ export function seedModelFromObjects(objects: readonly SourcedObject[], operator
 export interface SeedRenderStream {
   readonly problems: readonly Problem[];
   /** The EnvoyFilters, then the legacy patches; empty when an error was found. Each call renders anew. */
-  documents(): Iterable<GeneratedEnvoyFilter | EnvoyFilterPatch>;
+  documents(): Iterable<AnyGeneratedEnvoyFilter | EnvoyFilterPatch>;
 }
 
 function legacyPatches(seed: SeedAcl, legacyFilters: readonly EnvoyFilterObject[]): EnvoyFilterPatch[] {
@@ -91,7 +91,7 @@ export function renderSeedStream(objects: readonly SourcedObject[], operator?: O
   const { seed, legacyFilters, problems } = seedModelFromObjects(objects, operator);
   if (!seed) return { problems, documents: () => [] };
   // Planned now, so that a seed that cannot be sharded is an error before anything is written.
-  let planned: Iterable<GeneratedEnvoyFilter> | undefined;
+  let planned: Iterable<AnyGeneratedEnvoyFilter> | undefined;
   try {
     planned = seedEnvoyFilterStream(seed);
   } catch (error) {

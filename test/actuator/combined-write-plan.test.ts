@@ -8,10 +8,11 @@ import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operat
 import type { AppliedAcl } from '../../src/actuator/applied-state.js';
 import type { ClusterClient } from '../../src/actuator/cluster-client.js';
 import { storedCoverage, uncoveredPaths } from '../../src/actuator/combined-coverage.js';
-import { CombinedSyncer, combinedGateways, planCombinedWrites, type CombinedWrite } from '../../src/actuator/combined-syncer.js';
+import { CombinedSyncer, combinedGateways, planCombinedWrites } from '../../src/actuator/combined-syncer.js';
 import type { EnvoyFilterObject, Extension } from '../../src/gardener/objects.js';
 import { combinedConnectEntry, planCombinedConnectFilters } from '../../src/rbac/combined-connect-filters.js';
 import { testLogger } from '../kube/kube-test-helpers.js';
+import { keyOf, replayPlan, type Store } from '../support/write-plan-replay.js';
 import { DEFAULT_GATEWAY, ZONAL_GATEWAY, cidr, rule } from '../support/test-seed.js';
 
 const operator: OperatorConfig = { ...defaultOperatorConfig(), maxObjectBytes: 16 * 1024 };
@@ -26,9 +27,6 @@ const shoot = (i: number, cidrs = [`203.0.${i}.0/24`], alwaysAllowed = ALWAYS): 
 });
 const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => shoot(from + i));
 
-type Store = Map<string, EnvoyFilterObject>;
-const keyOf = (f: { metadata: { namespace: string; name: string } }) => `${f.metadata.namespace}/${f.metadata.name}`;
-const asStored = (w: CombinedWrite): EnvoyFilterObject => JSON.parse(JSON.stringify(w)) as EnvoyFilterObject;
 
 /** Every shoot of `expected` (id -> acceptable policies) is covered on every gateway and port of the store. */
 function gaps(store: Store, expected: ReadonlyMap<string, readonly PolicyEntry<unknown>[]>): string[] {
@@ -45,20 +43,7 @@ function gaps(store: Store, expected: ReadonlyMap<string, readonly PolicyEntry<u
 /** Plans one sync from the store and replays it; returns the gaps seen after each step and the number of steps. */
 function replay(store: Store, shoots: readonly AppliedAcl[], mustStay: ReadonlyMap<string, readonly PolicyEntry<unknown>[]>, gateways = GATEWAYS): { gapsSeen: string[]; steps: number } {
   const plan = planCombinedWrites({ operator, gateways, shoots, stored: [...store.values()] });
-  const gapsSeen: string[] = [];
-  let steps = 0;
-  const check = (what: string) => {
-    steps++;
-    for (const gap of gaps(store, mustStay)) gapsSeen.push(`${what}: ${gap}`);
-  };
-  for (const w of [...plan.grow, ...plan.settle]) {
-    store.set(keyOf(w), asStored(w));
-    check(`write ${keyOf(w)}`);
-  }
-  for (const d of plan.deletions) {
-    store.delete(keyOf(d));
-    check(`delete ${keyOf(d)}`);
-  }
+  const { gaps: gapsSeen, steps } = replayPlan(store, plan, () => gaps(store, mustStay));
   return { gapsSeen, steps };
 }
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { normalizeCidrSet } from '../../src/acl/cidr.js';
 import { parseConnectFilterName } from '../../src/rbac/combined-connect-filters.js';
 import { combinedEntries } from '../../src/rbac/filter-values.js';
-import { allEnvoyFilters, buildSeedEnvoyFilters } from '../../src/rbac/seed-envoy-filters.js';
+import { allEnvoyFilters, buildSeedEnvoyFilters, rulesFormOnly } from '../../src/rbac/seed-envoy-filters.js';
 import { mentionedShoots, wouldRefuse, type OracleShoot } from '../oracle/acl-semantics.js';
 import { CLIENTS, connectCases, connectMismatches, oracleClient, proxyHeader, runAll, type Client } from '../support/conformance-matrix.js';
 import { kapi } from '../support/decide.js';
@@ -27,7 +27,7 @@ const enforced = testSeed(ENFORCED, { observabilityDomain: DOMAIN });
 const audited = testSeed(AUDITED, { observabilityDomain: DOMAIN });
 /** What enforce mode would refuse: the counts audit mode must report. */
 const ENFORCE_ORACLE: readonly OracleShoot[] = enforced.oracle;
-const GENERATED = allEnvoyFilters(buildSeedEnvoyFilters(audited.seed));
+const GENERATED = rulesFormOnly(allEnvoyFilters(buildSeedEnvoyFilters(audited.seed)));
 const oracleOf = (id: string): OracleShoot => ENFORCE_ORACLE.find((s) => s.technicalID === id) as OracleShoot;
 const gatewaySpec = conformanceGatewaySpec;
 

@@ -6,9 +6,11 @@
 import jsonpatch from 'fast-json-patch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatAddress } from '../../src/acl/cidr.js';
+import { COMBINED_FORMS, type CombinedFormName } from '../../src/acl/operator-config.js';
 import { parseTechnicalID } from '../../src/acl/shoot-identity.js';
 import { explainCommand } from '../../src/cli/explain-command.js';
 import { loadDocuments } from '../../src/cli/load-documents.js';
+import type { SourcedObject } from '../../src/gardener/inventory.js';
 import { EMBEDDED_EXAMPLE } from '../../src/cli/render-command.js';
 import { explainShoot, type ClientAddress, type ExplainRequest, type LegacyChain, type PathVerdict } from '../../src/explain/explain-acl.js';
 import type { SeedAcl } from '../../src/acl/model.js';
@@ -51,7 +53,15 @@ function requestFor(seed: SeedAcl, legacyChains: readonly LegacyChain[], technic
 
 const OBSERVABILITY_PREFIXES = ['p', 'gu'];
 
-describe('gardener-acl explain equals the real Envoy on the example seed, case by case', () => {
+/** The example's objects with the operator's combinedForm set (the matcher form reads "targets S" differently). */
+function withForm(objects: readonly SourcedObject[], form: CombinedFormName): SourcedObject[] {
+  const isOperator = (o: SourcedObject) => (o.object as { kind?: string }).kind === 'OperatorConfiguration';
+  const operator = objects.find(isOperator);
+  const base = operator ? (operator.object as Record<string, unknown>) : { apiVersion: 'acl.gardener.cloud/v1alpha1', kind: 'OperatorConfiguration' };
+  return [...objects.filter((o) => !isOperator(o)), { source: operator?.source ?? 'combined form', object: { ...base, combinedForm: form } }];
+}
+
+describe.each(COMBINED_FORMS)('gardener-acl explain equals the real Envoy on the example seed (combinedForm %s), case by case', (form) => {
   let seed: SeedAcl;
   let render: SeedRender;
   let ids: string[];
@@ -78,7 +88,7 @@ describe('gardener-acl explain equals the real Envoy on the example seed, case b
   };
 
   beforeAll(async () => {
-    const loaded = await loadDocuments([EMBEDDED_EXAMPLE]);
+    const loaded = { objects: withForm((await loadDocuments([EMBEDDED_EXAMPLE])).objects, form) };
     const model = seedModelFromObjects(loaded.objects);
     if (!model.seed) throw new Error('the example seed has no model');
     seed = model.seed;
@@ -204,7 +214,7 @@ describe('gardener-acl explain equals the real Envoy on the example seed, case b
     expect([...kinds].sort()).toEqual(['admitted', 'refused']);
   });
 
-  it('the command prints the same verdicts as JSON, exits 1 when a path refuses, and names the field of bad input', async () => {
+  it.runIf(form === 'rules')('the command prints the same verdicts as JSON, exits 1 when a path refuses, and names the field of bad input', async () => {
     const run = async (args: string[]) => {
       let out = '';
       let err = '';

@@ -82,7 +82,7 @@ describe.each(ERA_NAMES)('Istio’s placement of our filters on a Gardener %s se
     const problems = era.connectPorts.flatMap(({ port }) => {
       const want = seed.generated.envoyFilters
         .filter((f) => f.metadata.namespace === namespace)
-        .flatMap((f) => f.spec.configPatches)
+        .flatMap((f): readonly { applyTo: string; match: { listener: { portNumber: number } }; patch: { value: { name: string } } }[] => f.spec.configPatches)
         .filter((p) => p.applyTo === 'HTTP_FILTER' && p.match.listener.portNumber === port)
         .map((p) => p.patch.value.name)
         .sort();

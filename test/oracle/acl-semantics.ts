@@ -64,12 +64,46 @@ export function mentionedShoots(
   });
 }
 
+/**
+ * Shoots a CONNECT names in a form routing honours: per protected header, the first value (the one
+ * `cluster_header` routes on) begins with an Istio cluster name of a service in S's namespace
+ * (`outbound|<port>|<subset>|<service>.<S>.svc.`) or with S's socket `<S>--kube-apiserver-socket`,
+ * spelled exactly (cluster names are case-sensitive). Any request Envoy delivers to S names S
+ * so; this is the matcher form's reading of "targets S".
+ */
+export function routablyNamedShoots(
+  headers: readonly (readonly [string, string])[],
+  protectedHeaders: readonly string[],
+  shoots: readonly OracleShoot[],
+): OracleShoot[] {
+  const wanted = new Set(protectedHeaders.map((h) => h.toLowerCase()));
+  const firstValues: string[] = [];
+  for (const name of wanted) {
+    const first = headers.find(([n]) => n.toLowerCase() === name);
+    if (first) firstValues.push(first[1].trim());
+  }
+  const namesShoot = (value: string, id: string): boolean => {
+    if (value.startsWith(`${id}--kube-apiserver-socket`)) return true;
+    const fields = value.split('|');
+    if (fields.length < 4 || fields[0] !== 'outbound') return false;
+    const host = fields.slice(3).join('|');
+    const service = host.split('.')[0] ?? '';
+    return service !== '' && !service.includes(',') && host.startsWith(`${service}.${id}.svc.`);
+  };
+  return shoots.filter((s) => firstValues.some((v) => namesShoot(v, s.technicalID)));
+}
+
+/** How a form of the combined filters reads "the request targets S": any mention, or a routable first value. */
+export type TargetReading = 'mentions' | 'routable';
+
 /** A CONNECT on a protected port passes iff every mentioned shoot with an ACL admits the client. */
 export function connectAdmitted(
   headers: readonly (readonly [string, string])[],
   client: OracleClient,
   protectedHeaders: readonly string[],
   shoots: readonly OracleShoot[],
+  reading: TargetReading = 'mentions',
 ): boolean {
-  return mentionedShoots(headers, protectedHeaders, shoots).every((s) => admits(s, client));
+  const targeted = reading === 'mentions' ? mentionedShoots(headers, protectedHeaders, shoots) : routablyNamedShoots(headers, protectedHeaders, shoots);
+  return targeted.every((s) => admits(s, client));
 }

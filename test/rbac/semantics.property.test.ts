@@ -3,7 +3,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { formatAddress } from '../../src/acl/cidr.js';
-import { buildSeedEnvoyFilters, allEnvoyFilters } from '../../src/rbac/seed-envoy-filters.js';
+import { buildSeedEnvoyFilters, allEnvoyFilters, rulesFormOnly } from '../../src/rbac/seed-envoy-filters.js';
 import { admits, connectAdmitted } from '../oracle/acl-semantics.js';
 import type { Address } from '../oracle/addresses.js';
 import { connectRules, sniChainRules } from '../oracle/placement.js';
@@ -95,7 +95,7 @@ describe('generated RBAC matches the ACL semantics (DESIGN section 3)', () => {
     fc.assert(
       fc.property(shootsArb, headersArb, address, address, (shoots, headers, remote, direct) => {
         const { seed, oracle } = buildCase(shoots);
-        const filters = allEnvoyFilters(buildSeedEnvoyFilters(seed));
+        const filters = rulesFormOnly(allEnvoyFilters(buildSeedEnvoyFilters(seed)));
         const expected = connectAdmitted(headers, { remote, direct }, seed.operator.protectedHeaders, oracle);
         for (const gateway of seed.gateways) {
           for (const port of seed.operator.protectedPorts) {
@@ -115,7 +115,7 @@ describe('generated RBAC matches the ACL semantics (DESIGN section 3)', () => {
     fc.assert(
       fc.property(shootsArb, address, address, (shoots, remote, direct) => {
         const { seed, oracle } = buildCase(shoots);
-        const filters = allEnvoyFilters(buildSeedEnvoyFilters(seed));
+        const filters = rulesFormOnly(allEnvoyFilters(buildSeedEnvoyFilters(seed)));
         for (const shoot of shoots) {
           const gateway = shoot.zonal ? ZONAL_GATEWAY : DEFAULT_GATEWAY;
           const rules = sniChainRules(filters, gateway.namespace, seed.operator.sniPort, [`api.${shoot.id}.example.com`]);
@@ -134,7 +134,7 @@ describe('generated RBAC matches the ACL semantics (DESIGN section 3)', () => {
     fc.assert(
       fc.property(shootsArb, fc.constantFrom(...ID_POOL), fc.constantFrom('p', 'gu', 'api', 'x-p', 'otc'), address, (shoots, target, prefix, remote) => {
         const { seed, oracle } = testSeed(shoots.map((s) => ({ id: s.id, rule: s.rule, always: s.always })), { observabilityDomain: domain });
-        const filters = allEnvoyFilters(buildSeedEnvoyFilters(seed));
+        const filters = rulesFormOnly(allEnvoyFilters(buildSeedEnvoyFilters(seed)));
         const short = target.replace(/^shoot--?/, '');
         const sni = `${prefix}-${short}.${domain}`;
         const rules = sniChainRules(filters, DEFAULT_GATEWAY.namespace, seed.operator.sniPort, [`*.${domain}`]);

@@ -6,7 +6,7 @@
 
 import { encodeProxyV2Header, httpConnect, type ConnectResult } from '../envoy/clients.js';
 import type { BoundAddress } from '../envoy/envoy-process.js';
-import { admits, connectAdmitted, type OracleClient, type OracleShoot } from '../oracle/acl-semantics.js';
+import { admits, connectAdmitted, type OracleClient, type OracleShoot, type TargetReading } from '../oracle/acl-semantics.js';
 import { addr } from '../oracle/addresses.js';
 import { kapi, socket, vpn, type Headers } from './decide.js';
 
@@ -150,6 +150,8 @@ export interface ConnectExpectation {
   readonly routeRepeatedHeaders?: RepeatedHeaderMatching;
   /** Clusters the gateway has; a routed request to one of them must tunnel there when admitted. */
   readonly clusters: ReadonlySet<string>;
+  /** Which requests target a shoot: the rules form checks every mention, the matcher form routable first values. */
+  readonly reading?: TargetReading;
 }
 
 /** The CONNECT requests of the matrix: every header set from every client. */
@@ -159,8 +161,8 @@ export function connectCases(haVpnIndex?: number): { client: Client; headers: He
 }
 
 /** Whether DESIGN section 3 admits this CONNECT. */
-export function connectExpected(client: Client, headers: Headers, e: Pick<ConnectExpectation, 'oracle' | 'protectedHeaders'>): boolean {
-  return connectAdmitted(headers, oracleClient(client), e.protectedHeaders, e.oracle);
+export function connectExpected(client: Client, headers: Headers, e: Pick<ConnectExpectation, 'oracle' | 'protectedHeaders' | 'reading'>): boolean {
+  return connectAdmitted(headers, oracleClient(client), e.protectedHeaders, e.oracle, e.reading);
 }
 
 /** What is wrong with a real CONNECT's outcome (undefined: it is what DESIGN requires). */

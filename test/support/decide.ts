@@ -1,7 +1,7 @@
 // Decisions of the generated filters for one request, via the RBAC evaluator.
 import type { SeedAcl } from '../../src/acl/model.js';
 import type { GeneratedEnvoyFilter } from '../../src/rbac/envoy-filter-types.js';
-import { allEnvoyFilters, buildSeedEnvoyFilters } from '../../src/rbac/seed-envoy-filters.js';
+import { allEnvoyFilters, buildSeedEnvoyFilters, rulesFormOnly } from '../../src/rbac/seed-envoy-filters.js';
 import { addr } from '../oracle/addresses.js';
 import { connectRules, sniChainRules } from '../oracle/placement.js';
 import { evalRbac } from '../oracle/rbac-evaluator.js';
@@ -11,7 +11,7 @@ export type Headers = readonly (readonly [string, string])[];
 export class Decider {
   readonly filters: readonly GeneratedEnvoyFilter[];
   constructor(readonly seed: SeedAcl) {
-    this.filters = allEnvoyFilters(buildSeedEnvoyFilters(seed));
+    this.filters = rulesFormOnly(allEnvoyFilters(buildSeedEnvoyFilters(seed)));
   }
 
   /** Does a CONNECT with these headers from `remote` pass every protected port of `namespace`? */

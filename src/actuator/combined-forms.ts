@@ -1,0 +1,117 @@
+// The two forms the combined CONNECT protection can take, behind one interface so that the
+// syncer's add-before-remove plan and the coverage check work the same for both:
+// - rules: one RBAC filter per shard with a DENY policy per shoot (every request scans them);
+// - matcher: per gateway and port an extraction object, and per shard one RBAC filter per protected
+//   header whose matcher looks the routed shoot up (cost independent of the number of shoots).
+// The two use different object names, so a switch writes the new form completely before the old
+// objects are deleted: both are enforced meanwhile, never neither.
+import type { GatewayWorkload, ShootPolicy } from '../acl/model.js';
+import type { CombinedFormName, OperatorConfig } from '../acl/operator-config.js';
+import type { EnvoyFilterObject } from '../gardener/objects.js';
+import { combinedConnectEntry, combinedConnectFilter, combinedPolicyBytes, parseConnectFilterName } from '../rbac/combined-connect-filters.js';
+import {
+  extractionObject,
+  extractionObjectName,
+  matcherConnectFilter,
+  matcherEntryBytes,
+  parseMatcherFilterName,
+  shootAclLeaf,
+  storedMatcherEntries,
+  type MatcherEntry,
+  type OnMatch,
+} from '../rbac/connect-matcher.js';
+import { jsonEqual } from '../rbac/deep-equal.js';
+import { combinedRbacConfig, type PolicyEntry } from '../rbac/filter-values.js';
+import type { Policy } from '../rbac/envoy-rbac-types.js';
+import type { CombinedWrite } from './combined-syncer.js';
+import { storedPatches, storedSelector } from './combined-coverage.js';
+
+export interface ShardName {
+  readonly port: number;
+  readonly shard: number;
+}
+
+export interface StoredShard {
+  readonly port: number;
+  readonly entries: ReadonlyMap<string, PolicyEntry<unknown>>;
+}
+
+export interface CombinedForm {
+  readonly name: CombinedFormName;
+  /** What a shard holds for the shoot, with its mode (a DENY policy, or a matcher leaf). */
+  entry(shoot: ShootPolicy): PolicyEntry<unknown>;
+  /** Bytes the entry takes in a shard object. */
+  bytes(technicalID: string, entry: PolicyEntry<unknown>): number;
+  /** Port and shard of one of this form's shard names; undefined for any other name. */
+  parseName(name: string): ShardName | undefined;
+  /** The shard object holding exactly `entries`. */
+  shard(gateway: GatewayWorkload, port: number, shard: number, entries: ReadonlyMap<string, PolicyEntry<unknown>>): CombinedWrite;
+  /** Objects the shards of a gateway and port rely on: written before them, deleted after them. */
+  supporting(gateway: GatewayWorkload, port: number): CombinedWrite[];
+  /** Port and entries of what a stored object enforces as a shard of this form; none when it is not shaped exactly as this form writes it. */
+  storedShards(filter: EnvoyFilterObject): StoredShard[];
+  /** Whether `stored` holds, unchanged, what the shards on this gateway and port rely on. */
+  supportStored(stored: readonly EnvoyFilterObject[], gateway: GatewayWorkload, port: number): boolean;
+}
+
+function rulesForm(operator: OperatorConfig): CombinedForm {
+  return {
+    name: 'rules',
+    entry: (shoot) => combinedConnectEntry(shoot, operator),
+    bytes: (id, entry) => combinedPolicyBytes(id, entry.policy as Policy),
+    parseName: parseConnectFilterName,
+    shard: (gateway, port, shard, entries) => {
+      const filter = combinedConnectFilter(gateway, port, shard, []);
+      return {
+        ...filter,
+        spec: {
+          ...filter.spec,
+          configPatches: filter.spec.configPatches.map((p) => ({ ...p, patch: { ...p.patch, value: { ...p.patch.value, typed_config: combinedRbacConfig(entries) } } })),
+        },
+      };
+    },
+    supporting: () => [],
+    storedShards: (filter) => storedPatches(filter),
+    supportStored: () => true,
+  };
+}
+
+function matcherForm(operator: OperatorConfig): CombinedForm {
+  const headers = operator.protectedHeaders;
+  return {
+    name: 'matcher',
+    entry: (shoot) => ({ mode: shoot.rule.mode, policy: shootAclLeaf(shoot) }),
+    bytes: (id, entry) => matcherEntryBytes(id, entry.policy as OnMatch, headers.length),
+    parseName: parseMatcherFilterName,
+    shard: (gateway, port, shard, entries) => matcherConnectFilter(gateway, port, shard, headers, entries as ReadonlyMap<string, MatcherEntry>),
+    supporting: (gateway, port) => [extractionObject(gateway, port, headers)],
+    storedShards: (filter) => {
+      const name = parseMatcherFilterName(filter.metadata.name);
+      const selector = storedSelector(filter);
+      if (!name || !selector) return [];
+      const entries = storedMatcherEntries(filter.spec);
+      // Only an object exactly as written counts: anything else another writer changed may not enforce the leaves it holds.
+      const rebuilt = matcherConnectFilter({ namespace: filter.metadata.namespace, selector }, name.port, name.shard, headers, entries);
+      return jsonEqual(rebuilt.spec, filter.spec) ? [{ port: name.port, entries }] : [];
+    },
+    supportStored: (stored, gateway, port) => {
+      const wanted = extractionObject(gateway, port, headers);
+      const found = stored.find((f) => f.metadata.namespace === gateway.namespace && f.metadata.name === extractionObjectName(port));
+      return found !== undefined && jsonEqual(found.spec, wanted.spec);
+    },
+  };
+}
+
+export function combinedForm(operator: OperatorConfig): CombinedForm {
+  return operator.combinedForm === 'matcher' ? matcherForm(operator) : rulesForm(operator);
+}
+
+/** Every entry one stored object holds as a shard of `form`, by technical ID. */
+export function storedFormEntries(form: CombinedForm, filter: EnvoyFilterObject): Map<string, PolicyEntry<unknown>> {
+  return new Map(form.storedShards(filter).flatMap((shard) => [...shard.entries]));
+}
+
+/** Whether the stored object names `technicalID` in either form (read loosely: for "is anything of it left"). */
+export function mentionsShootInAnyForm(filter: EnvoyFilterObject, technicalID: string): boolean {
+  return storedPatches(filter).some((p) => p.entries.has(technicalID)) || storedMatcherEntries(filter.spec).has(technicalID);
+}

@@ -1,0 +1,369 @@
+// The "matcher" form of the combined HTTP-CONNECT filters: instead of a DENY policy per shoot that
+// every request scans, the shoot a request routes to is looked up once per header. A
+// header_to_metadata filter copies the technical ID out of the routable forms of each protected
+// header's value into dynamic metadata; an RBAC filter per protected header looks that ID up in
+// an exact-match map whose leaf is the shoot's ACL as IP-range tries (always-allowed first, then
+// the rule). Cost per request: one regex and one hash lookup per header and shard, however many
+// shoots the shard holds.
+import { IPV4_MAPPED_BLOCK, cidrContains, formatAddress, formatCidr, ipv4ToMapped, type Cidr } from '../acl/cidr.js';
+import type { GatewayWorkload, SeedAcl, ShootPolicy } from '../acl/model.js';
+import type { PrincipalType } from '../acl/provider-config.js';
+import { MANAGED_BY, MANAGED_BY_LABEL, ROLE_LABEL, type GeneratedEnvoyFilter, type MatcherFormFilter, type MatcherFormPatch } from './envoy-filter-types.js';
+import { HTTP_RBAC_TYPE } from './envoy-rbac-types.js';
+import { FILTER_NAMES, type PolicyEntry } from './filter-values.js';
+import { shardByHash, type Sized } from './sharding.js';
+import { CONNECT_FILTER_PREFIX, shardBudget, unplaceableMessage } from './combined-connect-filters.js';
+
+const HCM = 'envoy.filters.network.http_connection_manager';
+const HEADER_MUTATION_TYPE = 'type.googleapis.com/envoy.extensions.filters.http.header_mutation.v3.HeaderMutation';
+export const HEADER_TO_METADATA_TYPE = 'type.googleapis.com/envoy.extensions.filters.http.header_to_metadata.v3.Config';
+const HEADER_INPUT_TYPE = 'type.googleapis.com/envoy.type.matcher.v3.HttpRequestHeaderMatchInput';
+const METADATA_INPUT_TYPE = 'type.googleapis.com/envoy.extensions.matching.common_inputs.network.v3.DynamicMetadataInput';
+const METADATA_MATCHER_TYPE = 'type.googleapis.com/envoy.extensions.matching.input_matchers.metadata.v3.Metadata';
+const SOURCE_IP_INPUT_TYPE = 'type.googleapis.com/envoy.extensions.matching.common_inputs.network.v3.SourceIPInput';
+const DIRECT_SOURCE_IP_INPUT_TYPE = 'type.googleapis.com/envoy.extensions.matching.common_inputs.network.v3.DirectSourceIPInput';
+const IP_MATCHER_TYPE = 'type.googleapis.com/xds.type.matcher.v3.IPMatcher';
+const RBAC_ACTION_TYPE = 'type.googleapis.com/envoy.config.rbac.v3.Action';
+
+/** The dynamic metadata namespace the extraction writes and the lookups read. */
+export const METADATA_NAMESPACE = 'gardener-acl';
+/** Action name of the guard that refuses a request whose header was not looked at (extraction missing). */
+export const UNEXTRACTED_ACTION = 'gardener-acl-unextracted';
+
+/**
+ * The forms of a destination header value that can route to a shoot, anchored at its start (Envoy
+ * routes on the first value; a repeated header reaches filters joined with ","), with the
+ * technical ID captured: Istio's cluster names `outbound|<port>|<subset>|<service>.<id>.svc...`
+ * (the API server, the VPN servers, any other service of the namespace) and the TLS-termination
+ * socket `<id>--kube-apiserver-socket`. Cluster names are case-sensitive, so no other spelling
+ * reaches a shoot's control plane. Kept below RE2's default program size limit (100).
+ */
+export const ROUTABLE_DESTINATION = String.raw`^(?:outbound\|[^|]*\|[^|]*\|[^.,]+\.([^.,]+)\.svc\.|([^.,]+)--kube-apiserver-socket).*`;
+
+type Json = null | boolean | number | string | readonly Json[] | { readonly [key: string]: Json };
+export type OnMatch = { readonly [key: string]: Json };
+
+function action(name: string, verdict: 'ALLOW' | 'DENY'): OnMatch {
+  return { action: { name: 'action', typed_config: { '@type': RBAC_ACTION_TYPE, name, action: verdict } } };
+}
+
+function ipInput(type: PrincipalType): Json {
+  // source_ip (the connection's address after PROXY protocol) equals the stream's remote address
+  // on Istio gateways, which use the connection address (use_remote_address, no trusted XFF hops).
+  return type === 'direct_remote_ip'
+    ? { name: 'direct-source-ip', typed_config: { '@type': DIRECT_SOURCE_IP_INPUT_TYPE } }
+    : { name: 'source-ip', typed_config: { '@type': SOURCE_IP_INPUT_TYPE } };
+}
+
+function range(cidr: Cidr): Json {
+  return { address_prefix: formatAddress(cidr.family, cidr.address), prefix_len: cidr.prefixLen };
+}
+
+/**
+ * The address ranges that stand for `cidrs` whatever form the address takes (as cidrPrincipals):
+ * an IPv4 range also as its IPv4-mapped twin; an IPv6 range that spans the mapped block does not
+ * cover it, which the most specific range expresses: the block itself, mapped to "not in set".
+ */
+function addressSet(cidrs: readonly Cidr[]): { inSet: Cidr[]; outOfSet: Cidr[] } {
+  const inSet = new Map<string, Cidr>();
+  let excludeMapped = false;
+  for (const cidr of cidrs) {
+    if (cidr.family === 4) {
+      for (const c of [cidr, ipv4ToMapped(cidr)]) inSet.set(formatCidr(c), c);
+    } else {
+      inSet.set(formatCidr(cidr), cidr);
+      if (cidr.prefixLen < IPV4_MAPPED_BLOCK.prefixLen && cidrContains(cidr, IPV4_MAPPED_BLOCK)) excludeMapped = true;
+    }
+  }
+  const block = formatCidr(IPV4_MAPPED_BLOCK);
+  // IPv4 0.0.0.0/0 maps to exactly the block: then it is in the set.
+  const outOfSet = excludeMapped && !inSet.has(block) ? [IPV4_MAPPED_BLOCK] : [];
+  return { inSet: [...inSet.values()], outOfSet };
+}
+
+/** A node: the client address (of `type`) in `cidrs` → `inside`, otherwise → `outside`. */
+function ipNode(type: PrincipalType, cidrs: readonly Cidr[], inside: OnMatch, outside: OnMatch): OnMatch {
+  const { inSet, outOfSet } = addressSet(cidrs);
+  if (inSet.length === 0) return outside;
+  const rangeMatchers: Json[] = [{ ranges: inSet.map(range), on_match: inside }];
+  if (outOfSet.length > 0) rangeMatchers.push({ ranges: outOfSet.map(range), on_match: outside });
+  return {
+    matcher: {
+      matcher_tree: { input: ipInput(type), custom_match: { name: 'ip-ranges', typed_config: { '@type': IP_MATCHER_TYPE, range_matchers: rangeMatchers } } },
+      on_no_match: outside,
+    },
+  };
+}
+
+/**
+ * DESIGN section 3 for one shoot as a matcher leaf: the remote address in A(S) admits; otherwise
+ * ALLOW admits a client in the rule's CIDRs and DENY refuses one. Actions are named by the
+ * technical ID, so per-rule counters and the access log name the shoot.
+ */
+export function shootAclLeaf(shoot: Pick<ShootPolicy, 'technicalID' | 'rule' | 'alwaysAllowed'>): OnMatch {
+  const id = shoot.technicalID;
+  const { rule } = shoot;
+  const allow = action(id, 'ALLOW');
+  const deny = action(id, 'DENY');
+  if (rule.action === 'ALLOW' && rule.type === 'remote_ip') return ipNode('remote_ip', [...shoot.alwaysAllowed, ...rule.cidrs], allow, deny);
+  const ruleNode = rule.action === 'ALLOW' ? ipNode(rule.type, rule.cidrs, allow, deny) : ipNode(rule.type, rule.cidrs, deny, allow);
+  return ipNode('remote_ip', shoot.alwaysAllowed, allow, ruleNode);
+}
+
+function metadataKey(header: string): string {
+  return header.toLowerCase();
+}
+
+/** The request header the extracted ID of `header` is copied into, where an exact-match map can read it. */
+export function targetHeader(header: string): string {
+  return `x-gardener-acl-target-${header.toLowerCase()}`;
+}
+
+/**
+ * Copies each extracted ID from dynamic metadata into its target header (the matching API reads
+ * metadata only as a structured value, not as a string a map can be keyed on). A target header
+ * the client sent is removed first, so only the extraction can set it.
+ */
+export function targetHeaderFilter(name: string, headers: readonly string[]): MatcherFormFilter {
+  return {
+    name,
+    typed_config: {
+      '@type': HEADER_MUTATION_TYPE,
+      mutations: {
+        request_mutations: [
+          ...headers.map((header) => ({ remove: targetHeader(header) })),
+          ...headers.map((header) => ({
+            append: {
+              header: { key: targetHeader(header), value: `%DYNAMIC_METADATA(${METADATA_NAMESPACE}:${metadataKey(header)})%` },
+              append_action: 'OVERWRITE_IF_EXISTS_OR_ADD',
+            },
+          })),
+        ],
+      },
+    },
+  };
+}
+
+/** Copies the technical ID a routable value of each protected header names into dynamic metadata. */
+export function extractionFilter(name: string, headers: readonly string[]): MatcherFormFilter {
+  return {
+    name,
+    typed_config: {
+      '@type': HEADER_TO_METADATA_TYPE,
+      request_rules: headers.map((header) => ({
+        header,
+        on_header_present: {
+          metadata_namespace: METADATA_NAMESPACE,
+          key: metadataKey(header),
+          type: 'STRING',
+          regex_value_rewrite: { pattern: { regex: ROUTABLE_DESTINATION }, substitution: String.raw`\1\2` },
+        },
+        remove: false,
+      })),
+    },
+  };
+}
+
+const NON_EMPTY: Json = { safe_regex: { google_re2: {}, regex: '.+' } };
+// Set only by the extraction filter, so a client cannot fake it (unlike a header).
+const EXTRACTED: Json = { name: 'extracted', typed_config: { '@type': METADATA_MATCHER_TYPE, value: { present_match: true } } };
+
+function metadataInput(header: string): Json {
+  return { name: 'extracted-id', typed_config: { '@type': METADATA_INPUT_TYPE, filter: METADATA_NAMESPACE, path: [{ key: metadataKey(header) }] } };
+}
+
+function headerInput(header: string): Json {
+  return { name: 'header', typed_config: { '@type': HEADER_INPUT_TYPE, header_name: header } };
+}
+
+const byCodeUnit = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * The RBAC matcher of one header: a request carrying the header for which the extraction left no
+ * metadata is refused (a missing or misplaced extraction must not turn the filter into a
+ * pass-through, nor let a client's own target header decide);
+ * otherwise the extracted ID selects the shoot's leaf; a value naming no shoot of this map is
+ * admitted.
+ */
+function headerMatcher(header: string, leaves: ReadonlyMap<string, OnMatch>): Json {
+  const map: Record<string, OnMatch> = {};
+  for (const id of [...leaves.keys()].sort(byCodeUnit)) map[id] = leaves.get(id) as OnMatch;
+  const lookup: OnMatch =
+    Object.keys(map).length === 0
+      ? action('no-acl', 'ALLOW')
+      : {
+          matcher: {
+            matcher_tree: {
+              input: headerInput(targetHeader(header)),
+              exact_match_map: { map },
+            },
+            on_no_match: action('no-acl', 'ALLOW'),
+          },
+        };
+  return {
+    matcher_list: {
+      matchers: [
+        {
+          predicate: {
+            and_matcher: {
+              predicate: [
+                { single_predicate: { input: headerInput(header), value_match: NON_EMPTY } },
+                { not_matcher: { single_predicate: { input: metadataInput(header), custom_match: EXTRACTED } } },
+              ],
+            },
+          },
+          on_match: action(UNEXTRACTED_ACTION, 'DENY'),
+        },
+      ],
+    },
+    on_no_match: lookup,
+  };
+}
+
+/** One shoot's place in a matcher shard: its leaf, enforced (`matcher`) or only counted (`shadow_matcher`). */
+export type MatcherEntry = PolicyEntry<OnMatch>;
+
+/** The RBAC filter of one header in one shard: enforced shoots in `matcher`, audited ones in `shadow_matcher`. */
+export function headerRbacFilter(name: string, header: string, entries: ReadonlyMap<string, MatcherEntry>): MatcherFormFilter {
+  const enforced = new Map<string, OnMatch>();
+  const audited = new Map<string, OnMatch>();
+  for (const [id, entry] of entries) (entry.mode === 'audit' ? audited : enforced).set(id, entry.policy);
+  return {
+    name,
+    typed_config: {
+      '@type': HTTP_RBAC_TYPE,
+      matcher: headerMatcher(header, enforced),
+      ...(audited.size > 0 ? { shadow_matcher: headerMatcher(header, audited), track_per_rule_stats: true } : {}),
+    },
+  };
+}
+
+function shardSuffix(port: number, shard: number): string {
+  return `${port}-${String(shard).padStart(3, '0')}`;
+}
+
+function objectFor(gateway: GatewayWorkload, name: string, port: number, values: readonly MatcherFormFilter[], priority?: number): GeneratedEnvoyFilter<MatcherFormPatch> {
+  // INSERT_FIRST puts each patch before the previous one, hence the reverse order.
+  const configPatches = [...values].reverse().map(
+    (value): MatcherFormPatch => ({
+      applyTo: 'HTTP_FILTER',
+      match: { context: 'GATEWAY', listener: { portNumber: port, filterChain: { filter: { name: HCM } } } },
+      patch: { operation: 'INSERT_FIRST', value },
+    }),
+  );
+  return {
+    apiVersion: 'networking.istio.io/v1alpha3',
+    kind: 'EnvoyFilter',
+    metadata: { name, namespace: gateway.namespace, labels: { [MANAGED_BY_LABEL]: MANAGED_BY, [ROLE_LABEL]: 'connect' } },
+    spec: { workloadSelector: { labels: gateway.selector }, ...(priority === undefined ? {} : { priority }), configPatches },
+  };
+}
+
+/** A matcher-form shard's name; distinct from the rules form's, so a switch between forms never replaces one by the other in place. */
+export function matcherFilterName(port: number, shard: number): string {
+  return `${CONNECT_FILTER_PREFIX}${port}-m${String(shard).padStart(3, '0')}`;
+}
+
+/** Port and shard of a matcher-form shard name; undefined for any other name. */
+export function parseMatcherFilterName(name: string): { readonly port: number; readonly shard: number } | undefined {
+  const match = /^acl-connect-(\d{1,5})-m(\d{3,4})$/.exec(name);
+  if (!match) return undefined;
+  return { port: Number(match[1]), shard: Number(match[2]) };
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+function leavesOf(matcher: unknown): Record<string, unknown> {
+  if (!isRecord(matcher) || !isRecord(matcher['on_no_match'])) return {};
+  const lookup = matcher['on_no_match']['matcher'];
+  if (!isRecord(lookup) || !isRecord(lookup['matcher_tree']) || !isRecord(lookup['matcher_tree']['exact_match_map'])) return {};
+  const map = lookup['matcher_tree']['exact_match_map']['map'];
+  return isRecord(map) ? map : {};
+}
+
+/**
+ * The entries a stored matcher shard holds, read from its last RBAC patch (the first protected
+ * header's). Whether the object is exactly as written is for the caller to check by rebuilding it
+ * from these entries: then every header's filter holds them.
+ */
+export function storedMatcherEntries(spec: unknown): Map<string, MatcherEntry> {
+  const entries = new Map<string, MatcherEntry>();
+  const patches = isRecord(spec) && Array.isArray(spec['configPatches']) ? spec['configPatches'] : [];
+  const last: unknown = patches.at(-1);
+  const value = isRecord(last) && isRecord(last['patch']) ? last['patch']['value'] : undefined;
+  const config = isRecord(value) ? value['typed_config'] : undefined;
+  if (!isRecord(config)) return entries;
+  for (const [id, leaf] of Object.entries(leavesOf(config['shadow_matcher']))) if (isRecord(leaf)) entries.set(id, { mode: 'audit', policy: leaf as OnMatch });
+  for (const [id, leaf] of Object.entries(leavesOf(config['matcher']))) if (isRecord(leaf)) entries.set(id, { mode: 'enforce', policy: leaf as OnMatch });
+  return entries;
+}
+
+/** Name of the per-port object that extracts the IDs for every shard of the matcher form. */
+export function extractionObjectName(port: number): string {
+  return `${CONNECT_FILTER_PREFIX}${port}-extract`;
+}
+
+/**
+ * Istio applies EnvoyFilters by ascending priority and each INSERT_FIRST goes to the front, so the
+ * extraction, applied after the shards, runs before every one of them. Were it missing or placed
+ * after them, every shard refuses the requests carrying a protected header (see headerMatcher).
+ */
+export const EXTRACTION_PRIORITY = 10;
+
+/** The per-port extraction: IDs into metadata, then into the target headers. */
+export function extractionObject(gateway: GatewayWorkload, port: number, headers: readonly string[]): GeneratedEnvoyFilter<MatcherFormPatch> {
+  const suffix = `${port}`;
+  return objectFor(
+    gateway,
+    extractionObjectName(port),
+    port,
+    [extractionFilter(`${FILTER_NAMES.connect}-extract-${suffix}`, headers), targetHeaderFilter(`${FILTER_NAMES.connect}-target-${suffix}`, headers)],
+    EXTRACTION_PRIORITY,
+  );
+}
+
+/** One shard's object: one RBAC filter per protected header, first in the port's HTTP chain after the extraction. */
+export function matcherConnectFilter(
+  gateway: GatewayWorkload,
+  port: number,
+  shard: number,
+  headers: readonly string[],
+  entries: ReadonlyMap<string, MatcherEntry>,
+): GeneratedEnvoyFilter<MatcherFormPatch> {
+  const suffix = shardSuffix(port, shard);
+  return objectFor(
+    gateway,
+    matcherFilterName(port, shard),
+    port,
+    headers.map((header, i) => headerRbacFilter(`${FILTER_NAMES.connect}-${suffix}-h${i}`, header, entries)),
+  );
+}
+
+/** Bytes one shoot takes in a shard of the matcher form: its leaf once per header, with its key. */
+export function matcherEntryBytes(technicalID: string, leaf: OnMatch, headers: number): number {
+  return (JSON.stringify(leaf).length + technicalID.length + 4) * headers;
+}
+
+/** The matcher-form combined filters, sharded and ordered as the rules form's. */
+export function buildMatcherConnectFilters(seed: Pick<SeedAcl, 'operator' | 'gateways'> & { readonly shoots: readonly ShootPolicy[] }): GeneratedEnvoyFilter<MatcherFormPatch>[] {
+  const { operator } = seed;
+  const budget = shardBudget(operator.maxObjectBytes);
+  const items: Sized<MatcherEntry>[] = [];
+  for (const shoot of seed.shoots) {
+    const leaf = shootAclLeaf(shoot);
+    const bytes = matcherEntryBytes(shoot.technicalID, leaf, operator.protectedHeaders.length);
+    if (bytes > budget) throw new Error(`cannot shard: ${unplaceableMessage(shoot.technicalID, bytes, operator.maxObjectBytes)}`);
+    items.push({ key: shoot.technicalID, bytes, item: { mode: shoot.rule.mode, policy: leaf } });
+  }
+  const shards = shardByHash(items, budget)
+    .map((shard, index) => ({ shard, index }))
+    .filter(({ shard }) => shard.length > 0);
+  const gateways = [...seed.gateways].sort((a, b) => a.namespace.localeCompare(b.namespace));
+  if (shards.length === 0) return [];
+  return gateways.flatMap((gateway) =>
+    operator.protectedPorts.flatMap((port) => [
+      extractionObject(gateway, port, operator.protectedHeaders),
+      ...shards.map(({ shard, index }) => matcherConnectFilter(gateway, port, index, operator.protectedHeaders, new Map(shard.map(({ key, item }) => [key, item])))),
+    ]),
+  );
+}

@@ -1,0 +1,93 @@
+// The controller with `combinedForm: matcher` against a real kube-apiserver: what it stores is the
+// matcher form (an extraction object and matcher shards per gateway and port, no rules-form
+// shard), Succeeded waits for it, a foreign delete of an extraction object is repaired, and an
+// operator switching forms (a restart with the other setting) ends with only the new form stored
+// while the shoots stay Succeeded.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
+import type { AclController } from '../../src/actuator/controller.js';
+import { extractionObjectName, parseMatcherFilterName } from '../../src/rbac/connect-matcher.js';
+import { parseConnectFilterName } from '../../src/rbac/combined-connect-filters.js';
+import { listAll } from '../../src/kube/list-watch.js';
+import { deleteObject, getObject, type ObjectRef } from '../../src/kube/objects-client.js';
+import type { ControlPlane } from '../kube/control-plane.js';
+import { eventually, sleep, startWithCRDs } from '../kube/kube-test-helpers.js';
+import { DEFAULT_GW, ZONAL_GW, allowRule, createSeed, denyRule, startTestController, technicalID, type ShootFixture } from './seed-fixture.js';
+
+const A: ShootFixture = { project: 'p', name: 'a', providerConfig: allowRule('203.0.113.0/24') };
+const B: ShootFixture = { project: 'p', name: 'b', providerConfig: denyRule('198.51.100.0/24'), gateway: ZONAL_GW };
+const MATCHER: OperatorConfig = { ...defaultOperatorConfig(), combinedForm: 'matcher' };
+
+interface StoredFilter {
+  metadata: { name: string; namespace: string };
+  spec: { configPatches: { patch: { value: { typed_config: { matcher?: { on_no_match?: { matcher?: { matcher_tree?: { exact_match_map?: { map?: Record<string, unknown> } } } } } } } } }[] };
+}
+
+describe('controller with the matcher form on a real kube-apiserver', () => {
+  let cp: ControlPlane;
+  let controller: AclController | undefined;
+
+  const combined = async () => (await listAll(cp.kubeConfig, '/apis/networking.istio.io/v1alpha3/envoyfilters', { labelSelector: 'acl.gardener.cloud/role=connect' })).items as unknown as StoredFilter[];
+  /** Shoots held by the matcher shards of a gateway namespace and port. */
+  const heldIn = (filters: readonly StoredFilter[], namespace: string, port: number) =>
+    filters
+      .filter((f) => f.metadata.namespace === namespace && parseMatcherFilterName(f.metadata.name)?.port === port)
+      .flatMap((f) => f.spec.configPatches.flatMap((p) => Object.keys(p.patch.value.typed_config.matcher?.on_no_match?.matcher?.matcher_tree?.exact_match_map?.map ?? {})))
+      .sort();
+  const extRef = (s: ShootFixture): ObjectRef => ({ apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension', name: 'acl', namespace: technicalID(s) });
+  const succeeded = (s: ShootFixture) =>
+    eventually(`${technicalID(s)} Succeeded`, async () => {
+      const e = (await getObject(cp.kubeConfig, extRef(s))) as { status?: { lastOperation?: { state?: string } } } | undefined;
+      return e?.status?.lastOperation?.state === 'Succeeded';
+    }, 60_000);
+  const settled = async () => {
+    await eventually('controller idle', async () => {
+      if (!controller?.idle()) return false;
+      await sleep(300);
+      return controller.idle();
+    }, 60_000);
+  };
+  const matcherStored = async () => {
+    const filters = await combined();
+    return [DEFAULT_GW, ZONAL_GW].every((gw) =>
+      MATCHER.protectedPorts.every(
+        (port) =>
+          heldIn(filters, gw.namespace, port).join() === ['shoot--p--a', 'shoot--p--a', 'shoot--p--b', 'shoot--p--b'].join() &&
+          filters.some((f) => f.metadata.namespace === gw.namespace && f.metadata.name === extractionObjectName(port)),
+      ),
+    );
+  };
+
+  beforeAll(async () => {
+    cp = await startWithCRDs([]);
+    await createSeed(cp.kubeConfig, [DEFAULT_GW, ZONAL_GW], [A, B]);
+  }, 120_000);
+  afterAll(async () => {
+    await controller?.stop();
+    await cp?.stop();
+  });
+
+  it('an operator switching from rules to matcher: the matcher form is stored on every gateway and port, the rules shards are gone, the shoots stay Succeeded', async () => {
+    controller = await startTestController(cp.kubeConfig);
+    await succeeded(A);
+    await succeeded(B);
+    await settled();
+    expect((await combined()).some((f) => parseConnectFilterName(f.metadata.name) !== undefined)).toBe(true);
+    await controller.stop();
+
+    controller = await startTestController(cp.kubeConfig, { operator: MATCHER });
+    await eventually('matcher form stored', matcherStored, 60_000);
+    await settled();
+    const filters = await combined();
+    expect(filters.filter((f) => parseConnectFilterName(f.metadata.name) !== undefined).map((f) => f.metadata.name)).toEqual([]);
+    await succeeded(A);
+    await succeeded(B);
+  }, 180_000);
+
+  it('a deleted extraction object comes back (the shards alone would refuse every request naming a shoot)', async () => {
+    const ref: ObjectRef = { apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name: extractionObjectName(8443), namespace: ZONAL_GW.namespace };
+    await deleteObject(cp.kubeConfig, ref);
+    await eventually('extraction recreated', () => getObject(cp.kubeConfig, ref), 60_000);
+    await eventually('matcher form stored', matcherStored, 60_000);
+  }, 90_000);
+});
