@@ -68,8 +68,8 @@ export function storedCoverage(
     if (selector && !jsonEqual(storedSelector(filter) ?? {}, selector)) continue;
     for (const { port, entries } of form.storedShards(filter)) {
       // A shard whose supporting objects are missing or changed does not protect as recorded (matcher form: it refuses every request naming a shoot).
-      const supportKey = `${namespace}:${port}`;
       const gatewaySelector = selector ?? storedSelector(filter) ?? {};
+      const supportKey = `${namespace}:${port}:${JSON.stringify(gatewaySelector)}`;
       if (!supported.has(supportKey)) supported.set(supportKey, form.supportStored(filters, { namespace, selector: gatewaySelector }, port));
       if (!supported.get(supportKey)) continue;
       const ports = byNamespace.get(namespace) ?? new Map<number, Map<string, PolicyEntry<unknown>[]>>();

@@ -10,6 +10,7 @@ import type { CombinedFormName, OperatorConfig } from '../acl/operator-config.js
 import type { EnvoyFilterObject } from '../gardener/objects.js';
 import { combinedConnectEntry, combinedConnectFilter, combinedPolicyBytes, parseConnectFilterName } from '../rbac/combined-connect-filters.js';
 import {
+  extractedHeaders,
   extractionObject,
   extractionObjectName,
   matcherConnectFilter,
@@ -48,6 +49,11 @@ export interface CombinedForm {
   shard(gateway: GatewayWorkload, port: number, shard: number, entries: ReadonlyMap<string, PolicyEntry<unknown>>): CombinedWrite;
   /** Objects the shards of a gateway and port rely on: written before them, deleted after them. */
   supporting(gateway: GatewayWorkload, port: number): CombinedWrite[];
+  /**
+   * What a supporting object holds while shards of the stored and the wanted settings coexist
+   * (both written before the shards, `wanted` after them); undefined when `wanted` can be written first.
+   */
+  transitionalSupport(stored: EnvoyFilterObject, wanted: CombinedWrite): CombinedWrite | undefined;
   /** Port and entries of what a stored object enforces as a shard of this form; none when it is not shaped exactly as this form writes it. */
   storedShards(filter: EnvoyFilterObject): StoredShard[];
   /** Whether `stored` holds, unchanged, what the shards on this gateway and port rely on. */
@@ -71,6 +77,7 @@ function rulesForm(operator: OperatorConfig): CombinedForm {
       };
     },
     supporting: () => [],
+    transitionalSupport: () => undefined,
     storedShards: (filter) => storedPatches(filter),
     supportStored: () => true,
   };
@@ -85,6 +92,17 @@ function matcherForm(operator: OperatorConfig): CombinedForm {
     parseName: parseMatcherFilterName,
     shard: (gateway, port, shard, entries) => matcherConnectFilter(gateway, port, shard, headers, entries as ReadonlyMap<string, MatcherEntry>),
     supporting: (gateway, port) => [extractionObject(gateway, port, headers)],
+    // Shards written for headers the extraction no longer reads would refuse every request carrying
+    // them: extract the union until the shards are rewritten.
+    transitionalSupport: (stored, wanted) => {
+      const name = /^acl-connect-(\d{1,5})-extract$/.exec(stored.metadata.name);
+      const selector = storedSelector(stored);
+      if (!name || !selector) return undefined;
+      const union = [...new Set([...headers, ...extractedHeaders(stored.spec)])];
+      if (union.length === headers.length) return undefined;
+      const transitional = extractionObject({ namespace: stored.metadata.namespace, selector: wanted.spec.workloadSelector.labels }, Number(name[1]), union);
+      return transitional;
+    },
     storedShards: (filter) => {
       const name = parseMatcherFilterName(filter.metadata.name);
       const selector = storedSelector(filter);
@@ -106,12 +124,13 @@ export function combinedForm(operator: OperatorConfig): CombinedForm {
   return operator.combinedForm === 'matcher' ? matcherForm(operator) : rulesForm(operator);
 }
 
-/** Every entry one stored object holds as a shard of `form`, by technical ID. */
-export function storedFormEntries(form: CombinedForm, filter: EnvoyFilterObject): Map<string, PolicyEntry<unknown>> {
-  return new Map(form.storedShards(filter).flatMap((shard) => [...shard.entries]));
-}
-
-/** Whether the stored object names `technicalID` in either form (read loosely: for "is anything of it left"). */
-export function mentionsShootInAnyForm(filter: EnvoyFilterObject, technicalID: string): boolean {
-  return storedPatches(filter).some((p) => p.entries.has(technicalID)) || storedMatcherEntries(filter.spec).has(technicalID);
+/**
+ * Every entry a stored object of either form holds, read loosely: what it may still enforce, even
+ * if it is not exactly what this version writes (another version, other operator settings). What
+ * the plan carries over while shoots move and keeps for shoots that fit no shard; coverage reads
+ * strictly (`storedShards`) instead.
+ */
+export function storedEntriesAnyForm(filter: EnvoyFilterObject): Map<string, PolicyEntry<unknown>> {
+  if (parseMatcherFilterName(filter.metadata.name)) return storedMatcherEntries(filter.spec);
+  return new Map(storedPatches(filter).flatMap((p) => [...p.entries]));
 }

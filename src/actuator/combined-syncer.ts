@@ -25,7 +25,8 @@ import type { PolicyEntry } from '../rbac/filter-values.js';
 import { appliedFromState, type AppliedAcl } from './applied-state.js';
 import { refOf, type ClusterClient } from './cluster-client.js';
 import { storedCoverage, storedSelector, uncoveredPaths } from './combined-coverage.js';
-import { combinedForm, mentionsShootInAnyForm, storedFormEntries } from './combined-forms.js';
+import { combinedForm, storedEntriesAnyForm } from './combined-forms.js';
+import { extractionObjectName } from '../rbac/connect-matcher.js';
 import { OPERATION_ANNOTATION, Operation, isMigrated } from './extension-contract.js';
 
 export interface CombinedSyncerDeps {
@@ -175,7 +176,7 @@ export function planCombinedWrites(input: {
     const gateway = gatewayByNamespace.get(filter.metadata.namespace);
     const name = form.parseName(filter.metadata.name);
     if (!gateway || !name) continue;
-    const kept = [...storedFormEntries(form, filter)].filter(([id]) => unplaced.has(id));
+    const kept = [...storedEntriesAnyForm(filter)].filter(([id]) => unplaced.has(id));
     if (kept.length === 0) continue;
     const k = key(filter);
     const planned = finals.get(k) ?? { gateway, port: name.port, shard: name.shard, entries: new Map() };
@@ -189,13 +190,21 @@ export function planCombinedWrites(input: {
     for (const write of form.supporting(gateway, port)) supporting.set(key(write), write);
   }
 
-  const grow: CombinedWrite[] = [...supporting.values()].filter((write) => !storedAs(storedByKey.get(key(write)), write));
+  const grow: CombinedWrite[] = [];
+  const settleLast: CombinedWrite[] = [];
+  for (const [k, wanted] of supporting) {
+    const current = storedByKey.get(k);
+    const transitional = current ? form.transitionalSupport(current, wanted) : undefined;
+    const first = transitional ?? wanted;
+    if (!storedAs(current, first)) grow.push(first);
+    if (transitional) settleLast.push(wanted);
+  }
   const settle: CombinedWrite[] = [];
   for (const [k, planned] of [...finals].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
     const current = storedByKey.get(k);
     const transitional = new Map(planned.entries);
     if (current) {
-      for (const [id, entry] of storedFormEntries(form, current)) {
+      for (const [id, entry] of storedEntriesAnyForm(current)) {
         if (active.has(id) && !transitional.has(id)) transitional.set(id, entry);
       }
     }
@@ -204,12 +213,22 @@ export function planCombinedWrites(input: {
     if (!storedAs(current, growWrite)) grow.push(growWrite);
     if (growWrite !== finalWrite) settle.push(finalWrite);
   }
+  // A shard of the other form (after a switch) that holds a shoot fitting no shard of this form
+  // stays, with the extraction it relies on: that shoot keeps the protection it has.
+  const keptOther = new Set<string>();
+  for (const filter of stored) {
+    const name = parseAnyShardName(filter.metadata.name);
+    if (!name || form.parseName(filter.metadata.name) || !gatewayByNamespace.has(filter.metadata.namespace)) continue;
+    if (![...storedEntriesAnyForm(filter).keys()].some((id) => unplaced.has(id))) continue;
+    keptOther.add(key(filter));
+    if (parseMatcherFilterName(filter.metadata.name)) keptOther.add(`${filter.metadata.namespace}/${extractionObjectName(name.port)}`);
+  }
   // Only in namespaces of known gateways: filters elsewhere have no selector we could trust.
   // Shards first, then what they relied on: a shard never runs without its support.
   const deletions = stored
-    .filter((f) => gatewayByNamespace.has(f.metadata.namespace) && !finals.has(key(f)) && !supporting.has(key(f)))
+    .filter((f) => gatewayByNamespace.has(f.metadata.namespace) && !finals.has(key(f)) && !supporting.has(key(f)) && !keptOther.has(key(f)))
     .sort((a, b) => Number(parseAnyShardName(a.metadata.name) === undefined) - Number(parseAnyShardName(b.metadata.name) === undefined));
-  return { grow, settle, deletions, unplaced };
+  return { grow, settle: [...settle, ...settleLast], deletions, unplaced };
 }
 
 /** A field the stored spec has and the wanted one lacks: server-side apply keeps such fields of other managers. */
@@ -254,7 +273,7 @@ export class CombinedSyncer {
 
   /** Whether some stored combined filter (on any gateway and port) still holds a policy of `technicalID`. */
   holds(technicalID: string): boolean {
-    return this.deps.existing().some((filter) => mentionsShootInAnyForm(filter, technicalID));
+    return this.deps.existing().some((filter) => storedEntriesAnyForm(filter).has(technicalID));
   }
 
   /**

@@ -112,28 +112,31 @@ export function mentionsOf(
 }
 
 /**
- * The matcher form's reading (README "Combined filter forms"): a header names the shoot when its
- * first value, the one Envoy routes on, begins with an Istio cluster name of a service in the
- * shoot's namespace or with its socket, spelled exactly (cluster names are case-sensitive).
+ * The shoot a header's value names for the matcher form (README "Combined filter forms"), read
+ * from the start of the value (a repeated header's values joined with ","), where Envoy's route
+ * finds the cluster name: an Istio cluster name of a service in the shoot's namespace, or the
+ * shoot's socket, spelled exactly (cluster names are case-sensitive).
  */
-function routableMentionsOf(headers: readonly (readonly [string, string])[], protectedHeaders: readonly string[], technicalID: string): Mention[] {
-  const mentions: Mention[] = [];
-  for (const name of protectedHeaders) {
-    const first = headers.find(([n]) => n.toLowerCase() === name.toLowerCase())?.[1].trim();
-    if (first === undefined) continue;
-    if (first.startsWith(destinationForms(technicalID).socketValue)) {
-      mentions.push({ header: name, value: first, form: 'socket' });
-      continue;
-    }
-    // outbound|<port>|<subset>|<service>.<namespace>.svc...
-    const [direction, , , ...rest] = first.split('|');
+function routableTarget(value: string): { readonly technicalID: string; readonly form: Mention['form'] } | undefined {
+  const [direction, , , ...rest] = value.split('|');
+  if (direction === 'outbound' && rest.length > 0) {
     const host = rest.join('|');
-    const service = host.split('.')[0] ?? '';
-    if (direction === 'outbound' && rest.length > 0 && service !== '' && !service.includes(',') && host.startsWith(`${service}.${technicalID}.svc.`)) {
-      mentions.push({ header: name, value: first, form: 'fqdn' });
-    }
+    const [service = '', namespace = ''] = host.split('.');
+    if (service !== '' && namespace !== '' && !`${service}${namespace}`.includes(',') && host.startsWith(`${service}.${namespace}.svc.`)) return { technicalID: namespace, form: 'fqdn' };
   }
-  return mentions;
+  const run = /^[^.,]*/.exec(value)?.[0] ?? '';
+  const end = run.lastIndexOf('--kube-apiserver-socket');
+  return end > 0 ? { technicalID: run.slice(0, end), form: 'socket' } : undefined;
+}
+
+function routableMentionsOf(headers: readonly (readonly [string, string])[], protectedHeaders: readonly string[], technicalID: string): Mention[] {
+  return protectedHeaders.flatMap((name): Mention[] => {
+    const values = headers.filter(([n]) => n.toLowerCase() === name.toLowerCase()).map(([, v]) => v.trim());
+    if (values.length === 0) return [];
+    const joined = values.join(',');
+    const target = routableTarget(joined);
+    return target?.technicalID === technicalID ? [{ header: name, value: joined, form: target.form }] : [];
+  });
 }
 
 /** Gardener's per-shoot chain on the legacy PROXY-protocol apiserver-proxy port. */

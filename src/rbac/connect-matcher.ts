@@ -32,13 +32,21 @@ export const UNEXTRACTED_ACTION = 'gardener-acl-unextracted';
 
 /**
  * The forms of a destination header value that can route to a shoot, anchored at its start (Envoy
- * routes on the first value; a repeated header reaches filters joined with ","), with the
+ * routes on the first value; header_to_metadata reads a repeated header joined with ","), with the
  * technical ID captured: Istio's cluster names `outbound|<port>|<subset>|<service>.<id>.svc...`
  * (the API server, the VPN servers, any other service of the namespace) and the TLS-termination
  * socket `<id>--kube-apiserver-socket`. Cluster names are case-sensitive, so no other spelling
- * reaches a shoot's control plane. Kept below RE2's default program size limit (100).
+ * reaches a shoot's control plane. `\C` (any byte) consumes the rest whatever it holds: Envoy
+ * 1.37's `.` stops at a byte that is not UTF-8, and the rewrite keeps what the match leaves.
+ * Every value matches (the second branch), so the rewrite always yields exactly
+ * `=<captured ID or nothing>`. Kept below RE2's default program size limit (100).
  */
-export const ROUTABLE_DESTINATION = String.raw`^(?:outbound\|[^|]*\|[^|]*\|[^.,]+\.([^.,]+)\.svc\.|([^.,]+)--kube-apiserver-socket).*`;
+export const ROUTABLE_DESTINATION = String.raw`^(?:outbound\|[^|]*\|[^|]*\|[^.,]+\.([^.,]+)\.svc\.|([^.,]+)--kube-apiserver-socket)\C*|^\C*`;
+const REWRITE = String.raw`=\1\2`;
+/** The extracted key of a shoot: the rewrite's output for a value that routes to it. */
+export function targetKey(technicalID: string): string {
+  return `=${technicalID}`;
+}
 
 type Json = null | boolean | number | string | readonly Json[] | { readonly [key: string]: Json };
 export type OnMatch = { readonly [key: string]: Json };
@@ -70,9 +78,12 @@ function addressSet(cidrs: readonly Cidr[]): { inSet: Cidr[]; outOfSet: Cidr[] }
   for (const cidr of cidrs) {
     if (cidr.family === 4) {
       for (const c of [cidr, ipv4ToMapped(cidr)]) inSet.set(formatCidr(c), c);
+    } else if (cidrContains(cidr, IPV4_MAPPED_BLOCK)) {
+      excludeMapped = true;
+      // The block itself would admit only IPv4-mapped clients, which it must not.
+      if (cidr.prefixLen < IPV4_MAPPED_BLOCK.prefixLen) inSet.set(formatCidr(cidr), cidr);
     } else {
       inSet.set(formatCidr(cidr), cidr);
-      if (cidr.prefixLen < IPV4_MAPPED_BLOCK.prefixLen && cidrContains(cidr, IPV4_MAPPED_BLOCK)) excludeMapped = true;
     }
   }
   const block = formatCidr(IPV4_MAPPED_BLOCK);
@@ -156,7 +167,7 @@ export function extractionFilter(name: string, headers: readonly string[]): Matc
           metadata_namespace: METADATA_NAMESPACE,
           key: metadataKey(header),
           type: 'STRING',
-          regex_value_rewrite: { pattern: { regex: ROUTABLE_DESTINATION }, substitution: String.raw`\1\2` },
+          regex_value_rewrite: { pattern: { regex: ROUTABLE_DESTINATION }, substitution: REWRITE },
         },
         remove: false,
       })),
@@ -164,7 +175,8 @@ export function extractionFilter(name: string, headers: readonly string[]): Matc
   };
 }
 
-const NON_EMPTY: Json = { safe_regex: { google_re2: {}, regex: '.+' } };
+// Any byte: `.` does not match a byte that is not UTF-8 on Envoy 1.37, and the match is a full match.
+const NON_EMPTY: Json = { safe_regex: { google_re2: {}, regex: String.raw`\C+` } };
 // Set only by the extraction filter, so a client cannot fake it (unlike a header).
 const EXTRACTED: Json = { name: 'extracted', typed_config: { '@type': METADATA_MATCHER_TYPE, value: { present_match: true } } };
 
@@ -187,7 +199,7 @@ const byCodeUnit = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0
  */
 function headerMatcher(header: string, leaves: ReadonlyMap<string, OnMatch>): Json {
   const map: Record<string, OnMatch> = {};
-  for (const id of [...leaves.keys()].sort(byCodeUnit)) map[id] = leaves.get(id) as OnMatch;
+  for (const id of [...leaves.keys()].sort(byCodeUnit)) map[targetKey(id)] = leaves.get(id) as OnMatch;
   const lookup: OnMatch =
     Object.keys(map).length === 0
       ? action('no-acl', 'ALLOW')
@@ -266,36 +278,50 @@ export function matcherFilterName(port: number, shard: number): string {
 
 /** Port and shard of a matcher-form shard name; undefined for any other name. */
 export function parseMatcherFilterName(name: string): { readonly port: number; readonly shard: number } | undefined {
-  const match = /^acl-connect-(\d{1,5})-m(\d{3,4})$/.exec(name);
+  if (!name.startsWith(CONNECT_FILTER_PREFIX)) return undefined;
+  const match = /^(\d{1,5})-m(\d{3,4})$/.exec(name.slice(CONNECT_FILTER_PREFIX.length));
   if (!match) return undefined;
   return { port: Number(match[1]), shard: Number(match[2]) };
 }
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
-function leavesOf(matcher: unknown): Record<string, unknown> {
-  if (!isRecord(matcher) || !isRecord(matcher['on_no_match'])) return {};
+function leavesOf(matcher: unknown): [string, OnMatch][] {
+  if (!isRecord(matcher) || !isRecord(matcher['on_no_match'])) return [];
   const lookup = matcher['on_no_match']['matcher'];
-  if (!isRecord(lookup) || !isRecord(lookup['matcher_tree']) || !isRecord(lookup['matcher_tree']['exact_match_map'])) return {};
+  if (!isRecord(lookup) || !isRecord(lookup['matcher_tree']) || !isRecord(lookup['matcher_tree']['exact_match_map'])) return [];
   const map = lookup['matcher_tree']['exact_match_map']['map'];
-  return isRecord(map) ? map : {};
+  if (!isRecord(map)) return [];
+  return Object.entries(map).flatMap(([key, leaf]): [string, OnMatch][] => (key.startsWith('=') && isRecord(leaf) ? [[key.slice(1), leaf as OnMatch]] : []));
 }
 
 /**
- * The entries a stored matcher shard holds, read from its last RBAC patch (the first protected
- * header's). Whether the object is exactly as written is for the caller to check by rebuilding it
- * from these entries: then every header's filter holds them.
+ * The entries the RBAC patches of a stored matcher shard hold, read loosely from every header's
+ * filter (a shoot listed in any counts; enforced wins over audited). Whether the object is exactly
+ * as written is for the caller to check by rebuilding it from these entries.
  */
 export function storedMatcherEntries(spec: unknown): Map<string, MatcherEntry> {
   const entries = new Map<string, MatcherEntry>();
-  const patches = isRecord(spec) && Array.isArray(spec['configPatches']) ? spec['configPatches'] : [];
-  const last: unknown = patches.at(-1);
-  const value = isRecord(last) && isRecord(last['patch']) ? last['patch']['value'] : undefined;
-  const config = isRecord(value) ? value['typed_config'] : undefined;
-  if (!isRecord(config)) return entries;
-  for (const [id, leaf] of Object.entries(leavesOf(config['shadow_matcher']))) if (isRecord(leaf)) entries.set(id, { mode: 'audit', policy: leaf as OnMatch });
-  for (const [id, leaf] of Object.entries(leavesOf(config['matcher']))) if (isRecord(leaf)) entries.set(id, { mode: 'enforce', policy: leaf as OnMatch });
+  const patches: unknown[] = isRecord(spec) && Array.isArray(spec['configPatches']) ? spec['configPatches'] : [];
+  for (const patch of patches) {
+    const value = isRecord(patch) && isRecord(patch['patch']) ? patch['patch']['value'] : undefined;
+    const config = isRecord(value) ? value['typed_config'] : undefined;
+    if (!isRecord(config)) continue;
+    for (const [id, leaf] of leavesOf(config['shadow_matcher'])) if (!entries.has(id)) entries.set(id, { mode: 'audit', policy: leaf });
+    for (const [id, leaf] of leavesOf(config['matcher'])) entries.set(id, { mode: 'enforce', policy: leaf });
+  }
   return entries;
+}
+
+/** The protected headers a stored extraction object reads (its header_to_metadata rules). */
+export function extractedHeaders(spec: unknown): string[] {
+  const patches: unknown[] = isRecord(spec) && Array.isArray(spec['configPatches']) ? spec['configPatches'] : [];
+  return patches.flatMap((patch) => {
+    const value = isRecord(patch) && isRecord(patch['patch']) ? patch['patch']['value'] : undefined;
+    const config = isRecord(value) ? value['typed_config'] : undefined;
+    if (!isRecord(config) || config['@type'] !== HEADER_TO_METADATA_TYPE || !Array.isArray(config['request_rules'])) return [];
+    return config['request_rules'].flatMap((rule: unknown) => (isRecord(rule) && typeof rule['header'] === 'string' ? [rule['header']] : []));
+  });
 }
 
 /** Name of the per-port object that extracts the IDs for every shard of the matcher form. */

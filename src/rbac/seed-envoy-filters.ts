@@ -2,10 +2,10 @@ import type { SeedAcl } from '../acl/model.js';
 import { buildCombinedConnectFilters, combinedConnectFilterStream } from './combined-connect-filters.js';
 import { buildMatcherConnectFilters } from './connect-matcher.js';
 import type { GeneratedEnvoyFilter, MatcherFormPatch } from './envoy-filter-types.js';
+import { buildShootEnvoyFilters } from './shoot-envoy-filters.js';
 
 /** A generated object of either combined form (or a per-shoot filter). */
 export type AnyGeneratedEnvoyFilter = GeneratedEnvoyFilter | GeneratedEnvoyFilter<MatcherFormPatch>;
-import { buildShootEnvoyFilters } from './shoot-envoy-filters.js';
 
 export interface SeedEnvoyFilters {
   /** Per technical ID, sorted: what travels in the shoot's ManagedResource. */
@@ -40,12 +40,4 @@ export function seedEnvoyFilterStream(seed: SeedAcl): Iterable<AnyGeneratedEnvoy
     for (const shoot of shoots) yield* buildShootEnvoyFilters(shoot, seed);
     yield* combined;
   })();
-}
-
-/** The objects of a rules-form seed with their rules-form type; throws on a matcher-form object (callers that read `rules`). */
-export function rulesFormOnly(filters: readonly AnyGeneratedEnvoyFilter[]): GeneratedEnvoyFilter[] {
-  return filters.map((filter) => {
-    if (filter.spec.configPatches.some((p) => 'matcher' in p.patch.value.typed_config)) throw new Error(`${filter.metadata.name} is a matcher-form object`);
-    return filter as GeneratedEnvoyFilter;
-  });
 }

@@ -12,7 +12,7 @@ import { combinedForm } from '../../src/actuator/combined-forms.js';
 import { planCombinedWrites } from '../../src/actuator/combined-syncer.js';
 import { keyOf, replayPlan, type Store } from '../support/write-plan-replay.js';
 import type { EnvoyFilterObject } from '../../src/gardener/objects.js';
-import { extractionObjectName } from '../../src/rbac/connect-matcher.js';
+import { extractedHeaders, extractionObjectName } from '../../src/rbac/connect-matcher.js';
 import { DEFAULT_GATEWAY, ZONAL_GATEWAY, cidr, rule } from '../support/test-seed.js';
 
 const base = { ...defaultOperatorConfig(), maxObjectBytes: 16 * 1024 };
@@ -123,5 +123,62 @@ describe('the matcher form in the write plan', () => {
     const withEditedExtraction = new Map(store).set(extractionKey, extraction);
     for (const s of shoots) expect(coveredIn(withEditedExtraction, MATCHER, s)).toBe(false);
     expect(planCombinedWrites({ operator: MATCHER, gateways: GATEWAYS, shoots, stored: [...withEditedExtraction.values()] }).grow.map(keyOf)).toEqual([extractionKey]);
+  });
+
+  it('a shoot that fits a shard of the old form but none of the new keeps its old-form shard (and its extraction) after a switch', () => {
+    const budget = 16 * 1024 - 4096;
+    const sized = (n: number): AppliedAcl => ({ ...shoot(99), rule: rule('ALLOW', 'remote_ip', Array.from({ length: n }, (_, i) => `100.${64 + (i >> 8)}.${i & 255}.1/32`)) });
+    let switches = 0;
+    for (const [from, to] of [
+      [RULES, MATCHER],
+      [MATCHER, RULES],
+    ] as const) {
+      const fits = (op: OperatorConfig, s: AppliedAcl) => combinedForm(op).bytes(s.technicalID, combinedForm(op).entry(s)) <= budget;
+      const n = Array.from({ length: 400 }, (_, i) => i + 1).find((k) => fits(from, sized(k)) && !fits(to, sized(k)));
+      if (n === undefined) continue;
+      const big = sized(n);
+      const shoots = [big, ...range(0, 5)];
+      const store: Store = new Map();
+      replay(store, from, shoots, []);
+      expect(coveredIn(store, from, big)).toBe(true);
+      const plan = planCombinedWrites({ operator: to, gateways: GATEWAYS, shoots, stored: [...store.values()] });
+      expect([...plan.unplaced.keys()]).toEqual([big.technicalID]);
+      const run = replay(store, to, shoots, shoots.filter((s) => s !== big));
+      expect(run.gaps).toEqual([]);
+      // The big shoot is still protected as before by the old form; the others by the new one.
+      expect(coveredIn(store, from, big)).toBe(true);
+      for (const s of range(0, 5)) expect(coveredIn(store, to, s)).toBe(true);
+      switches++;
+    }
+    expect(switches).toBeGreaterThan(0);
+  });
+
+  it('a protected header removed: the extraction reads both header sets until every shard is rewritten; one added: it is extracted before any shard needs it', () => {
+    const store: Store = new Map();
+    const shoots = range(0, 8);
+    replay(store, MATCHER, shoots, []);
+    const extraction = `istio-ingress/${extractionObjectName(8443)}`;
+    const headersOf = (w: { spec: unknown }) => extractedHeaders(w.spec).sort();
+
+    const narrowed: OperatorConfig = { ...MATCHER, protectedHeaders: ['x-gardener-destination'] };
+    const removal = planCombinedWrites({ operator: narrowed, gateways: GATEWAYS, shoots, stored: [...store.values()] });
+    const writes = [...removal.grow, ...removal.settle];
+    const extractionWrites = writes.map((w, i) => ({ w, i })).filter(({ w }) => keyOf(w) === extraction);
+    expect(extractionWrites.map(({ w }) => headersOf(w))).toEqual([
+      ['reversed-vpn', 'x-gardener-destination'],
+      ['x-gardener-destination'],
+    ]);
+    // The union is written before, the narrowed extraction after every shard of that gateway and port.
+    const shardIndexes = writes.map((w, i) => ({ w, i })).filter(({ w }) => keyOf(w).startsWith('istio-ingress/acl-connect-8443-m')).map(({ i }) => i);
+    expect(shardIndexes.length).toBeGreaterThan(0);
+    expect(Math.max(...shardIndexes)).toBeLessThan(extractionWrites[1]!.i);
+    replay(store, narrowed, shoots, []);
+    expect(converged(store, narrowed, shoots)).toBe(true);
+    for (const s of shoots) expect(coveredIn(store, narrowed, s)).toBe(true);
+
+    const addition = planCombinedWrites({ operator: MATCHER, gateways: GATEWAYS, shoots, stored: [...store.values()] });
+    const added = [...addition.grow, ...addition.settle].filter((w) => keyOf(w) === extraction);
+    expect(added.map((w) => headersOf(w))).toEqual([['reversed-vpn', 'x-gardener-destination']]);
+    expect(keyOf(addition.grow[0]!)).toMatch(/-extract$/);
   });
 });

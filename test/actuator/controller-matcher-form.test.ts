@@ -32,7 +32,7 @@ describe('controller with the matcher form on a real kube-apiserver', () => {
   const heldIn = (filters: readonly StoredFilter[], namespace: string, port: number) =>
     filters
       .filter((f) => f.metadata.namespace === namespace && parseMatcherFilterName(f.metadata.name)?.port === port)
-      .flatMap((f) => f.spec.configPatches.flatMap((p) => Object.keys(p.patch.value.typed_config.matcher?.on_no_match?.matcher?.matcher_tree?.exact_match_map?.map ?? {})))
+      .flatMap((f) => f.spec.configPatches.flatMap((p) => Object.keys(p.patch.value.typed_config.matcher?.on_no_match?.matcher?.matcher_tree?.exact_match_map?.map ?? {}).map((k) => k.replace(/^=/, ''))))
       .sort();
   const extRef = (s: ShootFixture): ObjectRef => ({ apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension', name: 'acl', namespace: technicalID(s) });
   const succeeded = (s: ShootFixture) =>

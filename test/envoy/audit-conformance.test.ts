@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { normalizeCidrSet } from '../../src/acl/cidr.js';
 import { parseConnectFilterName } from '../../src/rbac/combined-connect-filters.js';
 import { combinedEntries } from '../../src/rbac/filter-values.js';
-import { allEnvoyFilters, buildSeedEnvoyFilters, rulesFormOnly } from '../../src/rbac/seed-envoy-filters.js';
+import { allEnvoyFilters, buildSeedEnvoyFilters } from '../../src/rbac/seed-envoy-filters.js';
 import { mentionedShoots, wouldRefuse, type OracleShoot } from '../oracle/acl-semantics.js';
 import { CLIENTS, connectCases, connectMismatches, oracleClient, proxyHeader, runAll, type Client } from '../support/conformance-matrix.js';
 import { kapi } from '../support/decide.js';
@@ -18,6 +18,7 @@ import { gatewayUpstreams, hcmStatPrefix } from './gardener-gateway.js';
 import { DESTINATION_HEADER_REGEX, GARDENER_ERAS } from './gardener-shapes.js';
 import { CONFORMANCE_ENVOY_VERSIONS, routeRepeatedHeaders } from './envoy-binary.js';
 import { startLiveGateway, type LiveGateway } from './live-gateway.js';
+import { rulesFormOnly } from '../support/rules-form.js';
 
 const ENFORCED = CONFORMANCE_SHOOTS;
 const AUDITED: TestShoot[] = ENFORCED.map((s) => (s.rule ? { ...s, rule: { ...s.rule, mode: 'audit' } } : s));

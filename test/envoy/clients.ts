@@ -349,7 +349,8 @@ async function exchangeHead(options: HttpRequestOptions): Promise<OpenExchange> 
   const deadline = Date.now() + (options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
   const socket = await openConnection(options);
   const received = new ReceivedBytes(socket);
-  socket.write(requestHead(options));
+  // latin1: one byte per character, so a test can send bytes that are not UTF-8.
+  socket.write(requestHead(options), 'latin1');
   const head = await received.until('\r\n\r\n', deadline);
   if (head === undefined) {
     socket.destroy();

@@ -57,7 +57,7 @@ function mapKeys(matcher: unknown): string[] {
   if (!isJsonObject(matcher)) return [];
   const lookup = getObject(getObject(matcher, 'on_no_match') ?? {}, 'matcher');
   const map = getObject(getObject(getObject(lookup ?? {}, 'matcher_tree') ?? {}, 'exact_match_map') ?? {}, 'map');
-  return map === undefined ? [] : Object.keys(map);
+  return map === undefined ? [] : Object.keys(map).map((key) => key.replace(/^=/, ''));
 }
 
 describe(`the matcher form through Istio's rendering (Gardener ${era.name} seed)`, () => {

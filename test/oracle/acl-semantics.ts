@@ -65,11 +65,29 @@ export function mentionedShoots(
 }
 
 /**
- * Shoots a CONNECT names in a form routing honours: per protected header, the first value (the one
- * `cluster_header` routes on) begins with an Istio cluster name of a service in S's namespace
- * (`outbound|<port>|<subset>|<service>.<S>.svc.`) or with S's socket `<S>--kube-apiserver-socket`,
- * spelled exactly (cluster names are case-sensitive). Any request Envoy delivers to S names S
- * so; this is the matcher form's reading of "targets S".
+ * The shoot a header value names in a form routing honours, read from its start: an Istio
+ * cluster name of a service in the shoot's namespace (`outbound|<port>|<subset>|<service>.<S>.svc.`)
+ * or its socket (`<S>--kube-apiserver-socket`), spelled exactly (cluster names are
+ * case-sensitive). Envoy routes on the first value, which a repeated header's joined value
+ * starts with.
+ */
+export function routedTarget(value: string): string | undefined {
+  const fields = value.split('|');
+  if (fields[0] === 'outbound' && fields.length >= 4) {
+    const host = fields.slice(3).join('|');
+    const service = host.split('.')[0] ?? '';
+    const id = host.slice(service.length + 1).split('.')[0] ?? '';
+    if (service !== '' && !service.includes(',') && id !== '' && !id.includes(',') && host.startsWith(`${service}.${id}.svc.`)) return id;
+  }
+  const run = /^[^.,]*/.exec(value)?.[0] ?? '';
+  const end = run.lastIndexOf('--kube-apiserver-socket');
+  return end > 0 ? run.slice(0, end) : undefined;
+}
+
+/**
+ * Shoots a CONNECT names in a routable form (routedTarget) in a protected header, whose values
+ * Envoy joins with ",": the matcher form's reading of "targets S". Any request Envoy delivers to S
+ * names S so.
  */
 export function routablyNamedShoots(
   headers: readonly (readonly [string, string])[],
@@ -77,20 +95,13 @@ export function routablyNamedShoots(
   shoots: readonly OracleShoot[],
 ): OracleShoot[] {
   const wanted = new Set(protectedHeaders.map((h) => h.toLowerCase()));
-  const firstValues: string[] = [];
+  const targets = new Set<string>();
   for (const name of wanted) {
-    const first = headers.find(([n]) => n.toLowerCase() === name);
-    if (first) firstValues.push(first[1].trim());
+    const values = headers.filter(([n]) => n.toLowerCase() === name).map(([, v]) => v.trim());
+    const target = values.length > 0 ? routedTarget(values.join(',')) : undefined;
+    if (target !== undefined) targets.add(target);
   }
-  const namesShoot = (value: string, id: string): boolean => {
-    if (value.startsWith(`${id}--kube-apiserver-socket`)) return true;
-    const fields = value.split('|');
-    if (fields.length < 4 || fields[0] !== 'outbound') return false;
-    const host = fields.slice(3).join('|');
-    const service = host.split('.')[0] ?? '';
-    return service !== '' && !service.includes(',') && host.startsWith(`${service}.${id}.svc.`);
-  };
-  return shoots.filter((s) => firstValues.some((v) => namesShoot(v, s.technicalID)));
+  return shoots.filter((s) => targets.has(s.technicalID));
 }
 
 /** How a form of the combined filters reads "the request targets S": any mention, or a routable first value. */

@@ -1,10 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { buildSeedEnvoyFilters, allEnvoyFilters, rulesFormOnly } from '../../src/rbac/seed-envoy-filters.js';
+import { buildSeedEnvoyFilters, allEnvoyFilters } from '../../src/rbac/seed-envoy-filters.js';
 import { fnv1a64, jumpHash, shardByHash } from '../../src/rbac/sharding.js';
 import { Decider, vpn } from '../support/decide.js';
 import { DEFAULT_GATEWAY, ZONAL_GATEWAY, testSeed, type TestShoot } from '../support/test-seed.js';
+import { rulesFormOnly } from '../support/rules-form.js';
 
 function manyShoots(count: number, cidrsPerShoot: number, salt = 0): TestShoot[] {
   return Array.from({ length: count }, (_, i) => ({

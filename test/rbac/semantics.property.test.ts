@@ -3,12 +3,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { formatAddress } from '../../src/acl/cidr.js';
-import { buildSeedEnvoyFilters, allEnvoyFilters, rulesFormOnly } from '../../src/rbac/seed-envoy-filters.js';
+import { buildSeedEnvoyFilters, allEnvoyFilters } from '../../src/rbac/seed-envoy-filters.js';
 import { admits, connectAdmitted } from '../oracle/acl-semantics.js';
 import type { Address } from '../oracle/addresses.js';
 import { connectRules, sniChainRules } from '../oracle/placement.js';
 import { evalRbac } from '../oracle/rbac-evaluator.js';
 import { DEFAULT_GATEWAY, ZONAL_GATEWAY, testSeed, type TestShoot } from '../support/test-seed.js';
+import { rulesFormOnly } from '../support/rules-form.js';
 
 // IDs chosen to collide under naive matching: prefixes, project suffixes, a legacy ID whose
 // socket form is a substring of another shoot's. (A legacy and a current ID of the same

@@ -110,6 +110,13 @@ export function headerSets(haVpnIndex = 3): Headers[] {
     );
   }
   sets.push([['X-Other', kapi('shoot--p--foo')]], [['X-Gardener-Destination', 'outbound|443||kube-apiserver.garden.svc.cluster.local']]);
+  // Bytes that are not UTF-8 after a routable value (sent as such: the client writes latin1):
+  // Envoy 1.37's regex `.` stops there, so the matcher form's extraction must not.
+  sets.push(
+    [['Reversed-VPN', kapi('shoot--p--foo')], ['Reversed-VPN', '\xff']],
+    [['X-Gardener-Destination', socket('shoot--bar--a')], ['X-Gardener-Destination', '\xff\xfe']],
+    [['X-Gardener-Destination', `${vpn('shoot-q--foo')}\xff`]],
+  );
   return sets;
 }
 

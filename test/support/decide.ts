@@ -1,10 +1,11 @@
 // Decisions of the generated filters for one request, via the RBAC evaluator.
 import type { SeedAcl } from '../../src/acl/model.js';
 import type { GeneratedEnvoyFilter } from '../../src/rbac/envoy-filter-types.js';
-import { allEnvoyFilters, buildSeedEnvoyFilters, rulesFormOnly } from '../../src/rbac/seed-envoy-filters.js';
+import { allEnvoyFilters, buildSeedEnvoyFilters } from '../../src/rbac/seed-envoy-filters.js';
 import { addr } from '../oracle/addresses.js';
 import { connectRules, sniChainRules } from '../oracle/placement.js';
 import { evalRbac } from '../oracle/rbac-evaluator.js';
+import { rulesFormOnly } from './rules-form.js';
 
 export type Headers = readonly (readonly [string, string])[];
 
