@@ -14,19 +14,29 @@
 
 import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
+import { buildEcdsConnectObjects } from '../src/rbac/connect-matcher-ecds.js';
 import { allEnvoyFilters, buildSeedEnvoyFilters } from '../src/rbac/seed-envoy-filters.js';
+import { EcdsFiles, ecdsReloads } from '../test/envoy/ecds-files.js';
 import { testSeed, type TestShoot } from '../test/support/test-seed.js';
 import { httpConnect, proxyV2From } from '../test/envoy/clients.js';
 import { ENVOY_VERSION } from '../test/envoy/envoy-binary.js';
 import type { BoundAddress, EnvoyInstance } from '../test/envoy/envoy-process.js';
 import { HEADER_GARDENER_DESTINATION, GARDENER_PORT, istioClusterName } from '../test/envoy/gardener-shapes.js';
 import { approximateIstioPlacement, type PlacementResult } from '../test/envoy/istio-placement-approximation.js';
-import { getObject, getObjectList } from '../test/envoy/json.js';
+import { getObject, getObjectList, getString, type JsonObject } from '../test/envoy/json.js';
 import { startLiveGateway, type LiveGateway } from '../test/envoy/live-gateway.js';
 import { referenceExtensionFilters } from '../test/envoy/reference-extension-shape.js';
 
 const SIZES = (process.argv[2] ?? '0,100,1000,5000').split(',').map(Number);
-const SHAPES = (process.argv[5] ?? 'ours,matcher,reference').split(',') as Shape[];
+const SHAPES = (process.argv[5] ?? 'ours,matcher,ecds,reference').split(',') as Shape[];
+/**
+ * The ECDS delivery's fixed bucket count and object size, as an operator would set them for a seed
+ * of up to 5,000 such shoots. Kept to 32 buckets here because the bench hands each resource over
+ * as a watched file, and every file subscription takes one of the user's 128 inotify instances
+ * (Envoy aborts when none is left); istiod serves them over ADS instead.
+ */
+const ECDS_BUCKETS = 32;
+const ECDS_MAX_OBJECT_BYTES = 1024 * 1024;
 const REQUESTS = Number(process.argv[3] ?? 300);
 const WARMUP = Number(process.argv[4] ?? 30);
 const CIDRS_PER_SHOOT = 10;
@@ -37,7 +47,7 @@ const PORT = GARDENER_PORT.httpProxy;
 const TARGET = 'shoot--bench--target';
 const OPEN = 'shoot--bench--open';
 
-type Shape = 'ours' | 'matcher' | 'reference';
+type Shape = 'ours' | 'matcher' | 'ecds' | 'reference';
 type RequestKind = 'ACL shoot' | 'shoot without ACL';
 
 // ---------------------------------------------------------------------------------------------
@@ -74,9 +84,24 @@ function admittedClient(): string {
 }
 const ADMITTED_CLIENT = admittedClient();
 
-function filtersOf(shape: Shape, shoots: readonly TestShoot[]): unknown[] {
-  const { seed } = testSeed(shoots, { operator: { combinedForm: shape === 'matcher' ? 'matcher' : 'rules' } });
-  return shape === 'reference' ? referenceExtensionFilters(seed) : allEnvoyFilters(buildSeedEnvoyFilters(seed));
+interface ShapeConfig {
+  /** EnvoyFilters the gateway's listeners get (placed as Istio would). */
+  readonly envoyFilters: unknown[];
+  /** ECDS resources (`{name, typed_config}`), for the ecds shape. */
+  readonly ecdsResources: JsonObject[];
+}
+
+function filtersOf(shape: Shape, shoots: readonly TestShoot[]): ShapeConfig {
+  const { seed } = testSeed(shoots, {
+    operator: { combinedForm: shape === 'matcher' || shape === 'ecds' ? 'matcher' : 'rules', ...(shape === 'ecds' ? { maxObjectBytes: ECDS_MAX_OBJECT_BYTES } : {}) },
+  });
+  if (shape === 'reference') return { envoyFilters: referenceExtensionFilters(seed), ecdsResources: [] };
+  const filters = buildSeedEnvoyFilters(seed);
+  if (shape !== 'ecds') return { envoyFilters: allEnvoyFilters(filters), ecdsResources: [] };
+  const ecds = buildEcdsConnectObjects(seed, ECDS_BUCKETS);
+  const buckets = ecds.filter((o) => o.spec.configPatches.some((p) => p.applyTo === 'EXTENSION_CONFIG'));
+  const ecdsResources = buckets.flatMap((o) => o.spec.configPatches.map((p) => p.patch.value as unknown as JsonObject));
+  return { envoyFilters: [...[...filters.perShoot.values()].flat(), ...ecds.filter((o) => !buckets.includes(o))], ecdsResources };
 }
 
 /** The same seed after the target's owner added one range: the ACL change an LDS update carries. */
@@ -130,6 +155,18 @@ async function measureRow(gateway: LiveGateway, shoot: string): Promise<Latencie
 
 const memorySchema = z.object({ allocated: z.string(), heap_size: z.string() });
 
+/** Retries an admin read while Envoy's main thread is too busy (parsing config) to answer in time. */
+async function patiently<T>(read: () => Promise<T>): Promise<T> {
+  const deadline = performance.now() + LDS_DEADLINE_MS;
+  for (;;) {
+    try {
+      return await read();
+    } catch (error) {
+      if (performance.now() > deadline || !(error instanceof Error) || !/time(d)? ?out/i.test(`${error.name} ${error.message}`)) throw error;
+    }
+  }
+}
+
 async function envoyMemory(envoy: EnvoyInstance): Promise<{ allocated: number; heap: number }> {
   const response = await fetch(`${envoy.adminUrl}/memory`, { signal: AbortSignal.timeout(5_000) });
   const memory = memorySchema.parse(await response.json());
@@ -172,12 +209,14 @@ async function awaitLdsVerdict(envoy: EnvoyInstance, successBefore: number, reje
   throw new Error(`no LDS verdict within ${LDS_DEADLINE_MS} ms`);
 }
 
-/** ms from writing the listener file until Envoy accepted and warmed it (the harness polls every 20 ms). */
-async function timedListenerLoad(envoy: EnvoyInstance, placement: PlacementResult): Promise<number> {
+/** ms from writing the ECDS and listener files until Envoy accepted and warmed the listeners (the harness polls every 20 ms). */
+async function timedListenerLoad(envoy: EnvoyInstance, placement: PlacementResult, ecds?: { files: EcdsFiles; resources: JsonObject[] }): Promise<number> {
   const before = await ldsCounters(envoy);
   const start = performance.now();
   try {
-    const result = await envoy.replaceListeners(placement.gateway.listeners.map((listener) => listener.config));
+    if (ecds) await ecds.files.write(ecds.resources);
+    const listeners = placement.gateway.listeners.map((listener) => listener.config);
+    const result = await envoy.replaceListeners(ecds ? ecds.files.listeners(listeners) : listeners);
     if (!result.accepted) throw new Error(`Envoy rejected the listeners:\n${result.output.slice(-2_000)}`);
   } catch (error) {
     if (!(error instanceof Error) || !/time(d)? ?out/i.test(`${error.name} ${error.message}`)) throw error;
@@ -204,22 +243,42 @@ function timedPlacement(gateway: LiveGateway, filters: readonly unknown[]): { pl
   return { placement, ms: performance.now() - start };
 }
 
+/** ms from writing the changed ECDS resources until Envoy reloaded all of them. */
+async function timedEcdsChange(envoy: EnvoyInstance, files: EcdsFiles, before: readonly JsonObject[], after: readonly JsonObject[]): Promise<number> {
+  const old = new Map(before.map((r) => [getString(r, 'name'), JSON.stringify(r)]));
+  const changed = after.filter((r) => old.get(getString(r, 'name')) !== JSON.stringify(r));
+  const reloads = await patiently(() => ecdsReloads(envoy));
+  const start = performance.now();
+  await files.write(changed);
+  // Envoy parses on its main thread, which also answers the admin API: a slow answer is no answer yet.
+  while ((await ecdsReloads(envoy).catch(() => -1)) < reloads + changed.length) {
+    if (performance.now() - start > LDS_DEADLINE_MS) throw new Error('Envoy did not reload the changed ECDS resources');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  return performance.now() - start;
+}
+
 async function measureConfiguration(shape: Shape, aclShoots: number): Promise<ConfigurationResult> {
   const shoots = benchShoots(aclShoots);
-  const envoyFilters = filtersOf(shape, shoots);
+  const { envoyFilters, ecdsResources } = filtersOf(shape, shoots);
+  const files = shape === 'ecds' ? await EcdsFiles.create() : undefined;
   const gatewayShoots = [TARGET, OPEN].map((id) => ({ technicalID: id, sniChains: [[`api.${id}.example.com`]] }));
   // Start without filters and hand them over through LDS, so Envoy's load time is measured apart
   // from the harness's placement (which is not Istio and not what a seed would spend).
   const gateway = await startLiveGateway({ era: 'v1.139-v1.147', shoots: gatewayShoots, listenersViaFile: true });
   try {
     const initial = timedPlacement(gateway, envoyFilters);
-    const loadMs = await timedListenerLoad(gateway.envoy, initial.placement);
+    const loadMs = await timedListenerLoad(gateway.envoy, initial.placement, files && { files, resources: ecdsResources });
     const rows = new Map<RequestKind, Latencies>([
       ['ACL shoot', await measureRow(gateway, TARGET)],
       ['shoot without ACL', await measureRow(gateway, OPEN)],
     ]);
-    const memory = await envoyMemory(gateway.envoy);
-    const changeMs = await timedListenerLoad(gateway.envoy, timedPlacement(gateway, filtersOf(shape, changedShoots(shoots))).placement);
+    const memory = await patiently(() => envoyMemory(gateway.envoy));
+    const changed = filtersOf(shape, changedShoots(shoots));
+    // ECDS: the listeners stay as they are (their part does not depend on the shoots); only changed resources are sent.
+    const changeMs = files
+      ? await timedEcdsChange(gateway.envoy, files, ecdsResources, changed.ecdsResources)
+      : await timedListenerLoad(gateway.envoy, timedPlacement(gateway, changed.envoyFilters).placement);
     return {
       shape,
       aclShoots,
@@ -231,8 +290,12 @@ async function measureConfiguration(shape: Shape, aclShoots: number): Promise<Co
       memory,
       rows,
     };
+  } catch (error) {
+    process.stderr.write(`Envoy's output:\n${gateway.envoy.output().slice(-4_000)}\n`);
+    throw error;
   } finally {
     await gateway.stop();
+    await files?.remove();
   }
 }
 

@@ -254,7 +254,8 @@ function shardSuffix(port: number, shard: number): string {
   return `${port}-${String(shard).padStart(3, '0')}`;
 }
 
-function objectFor(gateway: GatewayWorkload, name: string, port: number, values: readonly MatcherFormFilter[], priority?: number): GeneratedEnvoyFilter<MatcherFormPatch> {
+/** An object inserting `values` first in the port's HTTP chain, in this order. */
+export function matcherFormObject(gateway: GatewayWorkload, name: string, port: number, values: readonly MatcherFormPatch['patch']['value'][], priority?: number): GeneratedEnvoyFilter<MatcherFormPatch> {
   // INSERT_FIRST puts each patch before the previous one, hence the reverse order.
   const configPatches = [...values].reverse().map(
     (value): MatcherFormPatch => ({
@@ -339,7 +340,7 @@ export const EXTRACTION_PRIORITY = 10;
 /** The per-port extraction: IDs into metadata, then into the target headers. */
 export function extractionObject(gateway: GatewayWorkload, port: number, headers: readonly string[]): GeneratedEnvoyFilter<MatcherFormPatch> {
   const suffix = `${port}`;
-  return objectFor(
+  return matcherFormObject(
     gateway,
     extractionObjectName(port),
     port,
@@ -357,7 +358,7 @@ export function matcherConnectFilter(
   entries: ReadonlyMap<string, MatcherEntry>,
 ): GeneratedEnvoyFilter<MatcherFormPatch> {
   const suffix = shardSuffix(port, shard);
-  return objectFor(
+  return matcherFormObject(
     gateway,
     matcherFilterName(port, shard),
     port,

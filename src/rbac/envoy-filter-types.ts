@@ -23,11 +23,26 @@ export interface ConfigPatch {
   readonly patch: { readonly operation: 'INSERT_FIRST'; readonly value: NetworkRbacFilter | HttpRbacFilter };
 }
 
+/** An HTTP filter whose config Envoy fetches through ECDS under the filter's name. */
+export interface DiscoveredFilter {
+  readonly name: string;
+  readonly config_discovery: {
+    readonly config_source: { readonly ads: Record<string, never>; readonly initial_fetch_timeout: string };
+    readonly type_urls: readonly string[];
+  };
+}
+
 /** A patch of the matcher form: inserts one of its HTTP filters. */
 export interface MatcherFormPatch {
   readonly applyTo: 'HTTP_FILTER';
   readonly match: { readonly context: 'GATEWAY'; readonly listener: ListenerMatch };
-  readonly patch: { readonly operation: 'INSERT_FIRST'; readonly value: MatcherFormFilter };
+  readonly patch: { readonly operation: 'INSERT_FIRST'; readonly value: MatcherFormFilter | DiscoveredFilter };
+}
+
+/** An ECDS resource: the config of a DiscoveredFilter of the same name (Istio: an EXTENSION_CONFIG patch). */
+export interface ExtensionConfigPatch {
+  readonly applyTo: 'EXTENSION_CONFIG';
+  readonly patch: { readonly operation: 'ADD'; readonly value: MatcherFormFilter };
 }
 
 /** An Istio EnvoyFilter as the generator writes it (P: its patches). */

@@ -6,6 +6,7 @@ import jsonpatch from 'fast-json-patch';
 import { describe, expect, it } from 'vitest';
 import { loadDocuments } from '../../src/cli/load-documents.js';
 import { renderSeed } from '../../src/render/seed-render.js';
+import { buildEcdsConnectObjects } from '../../src/rbac/connect-matcher-ecds.js';
 import { allEnvoyFilters, buildSeedEnvoyFilters } from '../../src/rbac/seed-envoy-filters.js';
 import { testSeed } from '../support/test-seed.js';
 import { validateConfig } from './envoy-process.js';
@@ -110,6 +111,27 @@ describe('Envoy accepts every generated RBAC config', () => {
       observabilityDomain: 'ingress.a-very-long-seed-name-for-testing.region-1.cloud-provider.example.com',
     });
     await expectValid(listenersFor(allEnvoyFilters(buildSeedEnvoyFilters(seed)), []), 'envoy-default');
+  });
+
+  it('the matcher form (listener patches and ECDS bucket resources), every rule shape, under Envoy defaults', async () => {
+    const shapes = [
+      { action: 'ALLOW', type: 'remote_ip', cidrs: ['0.0.0.0/0', '::/0'] },
+      { action: 'DENY', type: 'direct_remote_ip', cidrs: ['::/0', '10.0.0.0/8'] },
+      { action: 'allow', type: 'source_ip', cidrs: ['::ffff:203.0.113.0/120', '2001:db8::1'] },
+      { action: 'deny', type: 'REMOTE_IP', cidrs: ['203.0.113.7', '::/1'], mode: 'audit' },
+    ];
+    const { seed } = testSeed(
+      shapes.flatMap((rule, i) => [
+        { id: `shoot--p--s${i}`, rule, always: i % 2 ? [] : ['10.250.0.0/16', '2001:db8:ffff::/48'] },
+        { id: `shoot-legacy${i}--s${i}`, rule },
+      ]),
+      { operator: { combinedForm: 'matcher' } },
+    );
+    const listenerForm = buildSeedEnvoyFilters(seed).combined;
+    // The ECDS listener parts name resources over ADS, which a static config cannot serve; their other filters are the listener form's.
+    const ecdsBuckets = buildEcdsConnectObjects(seed, 3).filter((o) => o.spec.configPatches.some((p) => p.applyTo === 'EXTENSION_CONFIG'));
+    expect(ecdsBuckets).toHaveLength(3);
+    await expectValid(listenersFor([...listenerForm, ...ecdsBuckets], []), 'envoy-default');
   });
 
   it('rejects what Envoy rejects (the check can fail)', async () => {

@@ -12,7 +12,6 @@
 // so the tunnels, untouched. Findings: docs/envoy-listener-updates.md.
 
 import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
-import { connect as netConnect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -21,14 +20,16 @@ import { connect as tlsConnect } from 'node:tls';
 import { describe, expect, it } from 'vitest';
 import { allEnvoyFilters, buildSeedEnvoyFilters } from '../../src/rbac/seed-envoy-filters.js';
 import { testSeed, type TestShoot } from '../support/test-seed.js';
-import { httpConnect, isLoopbackAddress, probeTls, proxyV2From } from './clients.js';
-import { EchoUpstreams, parseIdentityLine, type EchoIdentity } from './echo-upstreams.js';
+import { httpConnect, probeTls, proxyV2From } from './clients.js';
+import { EchoUpstreams } from './echo-upstreams.js';
+import { HeldConnection, connectRequestBytes } from './held-connection.js';
 import { startEnvoy, type BoundAddress, type EnvoyInstance } from './envoy-process.js';
 import { buildGardenerGateway, gatewayBootstrap, gatewayUpstreams, type GardenerGatewaySpec, type GatewayModel } from './gardener-gateway.js';
 import { GARDENER_PORT, HEADER_GARDENER_DESTINATION, HEADER_REVERSED_VPN, TYPE_URL, istioClusterName } from './gardener-shapes.js';
 import { envoyFilterObject, insertFirstHttpFilter } from './hand-written-filters.js';
 import { approximateIstioPlacement } from './istio-placement-approximation.js';
 import { referenceExtensionFilters } from './reference-extension-shape.js';
+import { rulesFormOnly } from '../support/rules-form.js';
 
 const SHOOT_A = 'shoot--p--a';
 const SHOOT_B = 'shoot--p--b';
@@ -139,7 +140,7 @@ const ECDS_TIMEOUT_MS = 5_000;
 
 /** The combined filter's RBAC config for these shoots (two shoots: one shard; 8443 and 8132 carry the same policies). */
 function combinedRbacConfig(shoots: readonly TestShoot[]): unknown {
-  const { combined } = buildSeedEnvoyFilters(testSeed(shoots).seed);
+  const combined = rulesFormOnly(buildSeedEnvoyFilters(testSeed(shoots).seed).combined);
   const patch = combined.find((filter) => filter.metadata.name.startsWith(`acl-connect-${GARDENER_PORT.httpProxy}-`))?.spec.configPatches[0];
   if (patch === undefined || combined.length !== 2) throw new Error('expected one combined shard per CONNECT port');
   return patch.patch.value.typed_config;
@@ -252,95 +253,8 @@ async function clientHello(sni: string): Promise<Buffer> {
   }
 }
 
-/**
- * A raw connection through Envoy to an echo upstream that stays open, so the test can see when
- * Envoy closes it and whether it still carries data. Only ever connects to loopback.
- */
-class HeldConnection {
-  private received = '';
-  private closedAtMs: number | undefined;
-  private wake: () => void = () => undefined;
-  private probes = 0;
-
-  private constructor(
-    readonly label: string,
-    private readonly socket: Socket,
-  ) {
-    socket.setEncoding('latin1');
-    socket.on('data', (chunk: string) => {
-      this.received += chunk;
-      this.wake();
-    });
-    socket.on('close', () => {
-      this.closedAtMs = performance.now();
-      this.wake();
-    });
-    socket.on('error', () => undefined);
-  }
-
-  static async open(label: string, endpoint: BoundAddress, firstBytes: Buffer): Promise<HeldConnection> {
-    if (!isLoopbackAddress(endpoint.host)) throw new Error(`refusing to connect to ${endpoint.host}`);
-    const socket = netConnect({ host: endpoint.host, port: endpoint.port });
-    await new Promise<void>((resolve, reject) => {
-      socket.once('connect', resolve);
-      socket.once('error', reject);
-    });
-    socket.write(firstBytes);
-    return new HeldConnection(label, socket);
-  }
-
-  /** performance.now() when Envoy closed the connection, if it did. */
-  get closedAt(): number | undefined {
-    return this.closedAtMs;
-  }
-
-  /** Waits until the bytes received so far contain `text`; false if the connection closed or time ran out. */
-  private async waitFor(text: string, timeoutMs: number): Promise<boolean> {
-    const deadline = performance.now() + timeoutMs;
-    while (!this.received.includes(text)) {
-      const remaining = deadline - performance.now();
-      if (this.closedAtMs !== undefined || remaining <= 0) return false;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, remaining);
-        this.wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-    }
-    return true;
-  }
-
-  /** The status line of the CONNECT response, once the whole head arrived. */
-  async connectStatus(): Promise<string> {
-    if (!(await this.waitFor('\r\n\r\n', IO_TIMEOUT_MS))) throw new Error(`${this.label}: no CONNECT response`);
-    return this.received.slice(0, this.received.indexOf('\r\n'));
-  }
-
-  /** Sends a line and reads back the upstream's identity, which it writes when the first bytes arrive. */
-  async identity(): Promise<EchoIdentity | undefined> {
-    if (!(await this.echoes())) return undefined;
-    const line = this.received.split('\n').find((candidate) => parseIdentityLine(candidate) !== undefined);
-    return line === undefined ? undefined : parseIdentityLine(line);
-  }
-
-  /** Whether a fresh line written now comes back from the echo upstream through Envoy. */
-  async echoes(): Promise<boolean> {
-    if (this.closedAtMs !== undefined) return false;
-    this.probes += 1;
-    const line = `${this.label} probe ${this.probes}\n`;
-    this.socket.write(line);
-    return this.waitFor(line, IO_TIMEOUT_MS);
-  }
-
-  destroy(): void {
-    this.socket.destroy();
-  }
-}
-
 function connectRequest(destination: string, header: string): Buffer {
-  const head = `CONNECT api.shoot.example.test:443 HTTP/1.1\r\nHost: api.shoot.example.test:443\r\n${header}: ${destination}\r\n\r\n`;
-  return Buffer.concat([proxyV2From(CLIENT), Buffer.from(head)]);
+  return connectRequestBytes(CLIENT, destination, header);
 }
 
 async function openTunnel(gateway: DrainingGateway, label: string, port: number, header: string, destination: string): Promise<HeldConnection> {

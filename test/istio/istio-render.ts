@@ -71,6 +71,8 @@ const renderOutputSchema = z.object({
   listeners: z.array(jsonObject).default([]),
   routes: z.array(jsonObject).default([]),
   clusters: z.array(jsonObject).default([]),
+  extension_configs: z.array(jsonObject).default([]),
+  discovered_filters: z.array(z.string()).default([]),
 });
 
 export interface IstioRenderOutput {
@@ -81,6 +83,10 @@ export interface IstioRenderOutput {
   readonly listeners: readonly JsonObject[];
   readonly routes: readonly JsonObject[];
   readonly clusters: readonly JsonObject[];
+  /** What istiod's ECDS answers for the HTTP filters the listeners discover (EnvoyFilter EXTENSION_CONFIG patches). */
+  readonly extensionConfigs: readonly JsonObject[];
+  /** The names of the HTTP filters the listeners configure through ECDS. */
+  readonly discoveredFilters: readonly string[];
 }
 
 /** Kinds Istio reads; others (Cluster, Extension, ...) are not fed to it. */
@@ -105,12 +111,20 @@ export async function renderGatewayWithIstio(objects: readonly JsonObject[], pro
   const stdout = await new Promise<string>((resolve, reject) => {
     const child = execFile(
       binary,
-      ['--labels', labels, '--namespace', proxy.namespace, ...meshArgs, '-'],
+      ['--labels', labels, '--namespace', proxy.namespace, '--resources', 'listeners,routes,clusters,extension_configs', ...meshArgs, '-'],
       { maxBuffer: 256 * 1024 * 1024, timeout: RENDER_TIMEOUT_MS },
       (error, out, err) => (error ? reject(new Error(`istio-render failed for ${proxy.namespace}: ${error.message}\n${err}`)) : resolve(out)),
     );
     child.stdin?.end(input);
   });
   const parsed = renderOutputSchema.parse(JSON.parse(stdout));
-  return { istio: parsed.istio, serviceTargets: parsed.proxy.serviceTargets, listeners: parsed.listeners, routes: parsed.routes, clusters: parsed.clusters };
+  return {
+    istio: parsed.istio,
+    serviceTargets: parsed.proxy.serviceTargets,
+    listeners: parsed.listeners,
+    routes: parsed.routes,
+    clusters: parsed.clusters,
+    extensionConfigs: parsed.extension_configs,
+    discoveredFilters: parsed.discovered_filters,
+  };
 }

@@ -18,7 +18,9 @@
 //	{"istio": "<module version>", "proxy": {...},
 //	 "listeners": [envoy.config.listener.v3.Listener ...],
 //	 "routes":    [envoy.config.route.v3.RouteConfiguration ...],
-//	 "clusters":  [envoy.config.cluster.v3.Cluster ...]}
+//	 "clusters":  [envoy.config.cluster.v3.Cluster ...],
+//	 "extension_configs": [envoy.config.core.v3.TypedExtensionConfig ...],   (with -resources ...,extension_configs)
+//	 "discovered_filters": [names of the HTTP filters configured through ECDS]}
 //
 // Every element is protojson of the Envoy proto (field names as in the
 // .proto files, i.e. snake_case, Any with "@type"), loadable by Envoy.
@@ -37,6 +39,8 @@ import (
 	"sort"
 	"strings"
 
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -54,6 +58,34 @@ import (
 	kubelib "istio.io/istio/pkg/kube"
 	istiolog "istio.io/istio/pkg/log"
 )
+
+// discoveredFilterNames lists, in order of first appearance, the HTTP filters of
+// the listeners' connection managers whose config comes from ECDS.
+func discoveredFilterNames(listeners []*listenerv3.Listener) ([]string, error) {
+	seen := map[string]bool{}
+	names := []string{}
+	for _, l := range listeners {
+		for _, chain := range l.GetFilterChains() {
+			for _, f := range chain.GetFilters() {
+				tc := f.GetTypedConfig()
+				if tc == nil || tc.GetTypeUrl() != "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager" {
+					continue
+				}
+				hcm := &hcmv3.HttpConnectionManager{}
+				if err := tc.UnmarshalTo(hcm); err != nil {
+					return nil, err
+				}
+				for _, hf := range hcm.GetHttpFilters() {
+					if hf.GetConfigDiscovery() != nil && !seen[hf.GetName()] {
+						seen[hf.GetName()] = true
+						names = append(names, hf.GetName())
+					}
+				}
+			}
+		}
+	}
+	return names, nil
+}
 
 // failer is the minimal istio.io/istio/pkg/test.Failer the harness needs.
 type failer struct {
@@ -261,7 +293,7 @@ func main() {
 	want := map[string]bool{}
 	for _, r := range strings.Split(*resources, ",") {
 		switch r = strings.TrimSpace(r); r {
-		case "listeners", "routes", "clusters":
+		case "listeners", "routes", "clusters", "extension_configs":
 			want[r] = true
 		case "":
 		default:
@@ -363,6 +395,19 @@ func main() {
 		if out["clusters"], err = marshalAll(mo, cg.Clusters(proxy)); err != nil {
 			t.Fatal("marshal clusters:", err)
 		}
+	}
+	if want["extension_configs"] {
+		// What istiod's ECDS generator answers for the filters the listeners discover
+		// through config_discovery (EnvoyFilter EXTENSION_CONFIG patches).
+		names, err := discoveredFilterNames(listeners)
+		if err != nil {
+			t.Fatal("reading config_discovery names:", err)
+		}
+		ecs := cg.ConfigGen.BuildExtensionConfiguration(proxy, cg.PushContext(), names, nil)
+		if out["extension_configs"], err = marshalAll(mo, ecs); err != nil {
+			t.Fatal("marshal extension configs:", err)
+		}
+		out["discovered_filters"] = names
 	}
 
 	var b []byte

@@ -1,0 +1,179 @@
+// The ECDS delivery of the matcher form through Istio's own config generation (Gardener 1.145
+// seed): Istio keeps the listeners' config_discovery references and answers every one from our
+// EXTENSION_CONFIG patches (its ECDS generator, BuildExtensionConfiguration); a real Envoy serving
+// Istio's listeners, with those resources handed over as ECDS files, decides the conformance
+// matrix as DESIGN section 3 says; and an ACL change, rendered by Istio again, changes no
+// listener, only the changed shoot's bucket: every open tunnel stays open and new requests see
+// the new rule. (The resources reach Envoy through files here; istiod sends the same resources
+// over ADS.)
+import { performance } from 'node:perf_hooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
+import { buildEcdsConnectObjects, ecdsBucketOf, ecdsResourceName } from '../../src/rbac/connect-matcher-ecds.js';
+import { ROLE_LABEL } from '../../src/rbac/envoy-filter-types.js';
+import { HTTP_RBAC_TYPE } from '../../src/rbac/envoy-rbac-types.js';
+import { seedModelFromObjects } from '../../src/render/seed-render.js';
+import { httpConnect, proxyV2From } from '../envoy/clients.js';
+import { EcdsFiles, ecdsReloads } from '../envoy/ecds-files.js';
+import { HeldConnection, connectRequestBytes } from '../envoy/held-connection.js';
+import { getObject, getObjectList, getString, isJsonObject, type JsonObject } from '../envoy/json.js';
+import { CLIENTS, connectCases, connectExpected, connectMismatches } from '../support/conformance-matrix.js';
+import { kapi } from '../support/decide.js';
+import { ERAS, ERA_NAMES } from './eras.js';
+import { fixtureOracle } from './fixture-oracle.js';
+import { renderGatewayWithIstio, type IstioRenderOutput } from './istio-render.js';
+import { startIstioGateway, type IstioGateway } from './istio-rendered-gateway.js';
+import { generateForSeed, istioInputObjects } from './istio-rendered-seed.js';
+import { FIXTURE_SHOOTS, gardenerSeedObjects, gatewayLabels, ingressGateway } from './seed-fixture.js';
+
+const era = ERAS[ERA_NAMES[ERA_NAMES.length - 1]!];
+const BUCKETS = 4;
+const HEADERS = defaultOperatorConfig().protectedHeaders;
+const HA_VPN_INDEX = 1;
+const CHANGED = 'shoot--p--foo';
+const UNCHANGED = 'shoot--bar--a';
+const OPEN_SHOOT = 'shoot--p--foo-bar';
+const FOO_CLIENT = CLIENTS.find((c) => c.label === 'shoot foo range, IPv4')!;
+const RECONFIGURED_MS = 10_000;
+
+function withMatcherForm(objects: readonly JsonObject[]): JsonObject[] {
+  return [...objects.filter((o) => o['kind'] !== 'OperatorConfiguration'), { apiVersion: 'acl.gardener.cloud/v1alpha1', kind: 'OperatorConfiguration', combinedForm: 'matcher' }];
+}
+
+/** The seed's objects with `technicalID`'s ACL replaced. */
+function withRule(objects: readonly JsonObject[], technicalID: string, rule: Record<string, unknown>): JsonObject[] {
+  return objects.map((object) => {
+    const metadata = isJsonObject(object['metadata']) ? object['metadata'] : {};
+    if (object['kind'] !== 'Extension' || metadata['namespace'] !== technicalID) return object;
+    const copy = structuredClone(object) as { spec: { providerConfig: { rule: Record<string, unknown> } } };
+    copy.spec.providerConfig.rule = rule;
+    return copy as unknown as JsonObject;
+  });
+}
+
+/** Our generated objects with the combined CONNECT filters delivered through ECDS, rendered by Istio for the default gateway. */
+async function renderWithEcds(objects: readonly JsonObject[]): Promise<IstioRenderOutput> {
+  const generated = generateForSeed(objects);
+  const model = seedModelFromObjects(objects.map((object, index) => ({ object, source: `fixture #${index}` })));
+  if (!model.seed) throw new Error('no seed model');
+  const ecds = buildEcdsConnectObjects(model.seed, BUCKETS);
+  const envoyFilters = [...generated.envoyFilters.filter((f) => f.metadata.labels[ROLE_LABEL] !== 'connect'), ...ecds];
+  const gateway = ingressGateway('default');
+  return renderGatewayWithIstio(istioInputObjects(objects, { ...generated, envoyFilters } as typeof generated), { namespace: gateway.namespace, labels: gatewayLabels(era, gateway) });
+}
+
+function listenerPortOf(listener: JsonObject): unknown {
+  return getObject(getObject(listener, 'address') ?? {}, 'socket_address')?.['port_value'];
+}
+
+function httpFiltersOn(render: IstioRenderOutput, port: number): JsonObject[] {
+  const listener = render.listeners.find((l) => listenerPortOf(l) === port);
+  return getObjectList(listener ?? {}, 'filter_chains').flatMap((chain) =>
+    getObjectList(chain, 'filters').flatMap((f) => getObjectList(getObject(f, 'typed_config') ?? {}, 'http_filters')),
+  );
+}
+
+describe(`ECDS delivery of the matcher form through Istio's rendering (Gardener ${era.name} seed)`, () => {
+  const objects = withMatcherForm(gardenerSeedObjects(era));
+  const names = Array.from({ length: BUCKETS }, (_, b) => HEADERS.map((_h, i) => ecdsResourceName(b, i))).flat();
+  let render: IstioRenderOutput;
+  let files: EcdsFiles;
+  let gateway: IstioGateway;
+
+  beforeAll(async () => {
+    render = await renderWithEcds(objects);
+    files = await EcdsFiles.create();
+    await files.write(render.extensionConfigs);
+    gateway = await startIstioGateway({ ...render, listeners: files.listeners(render.listeners) });
+  });
+  afterAll(async () => {
+    await gateway?.stop();
+    await files?.remove();
+  });
+
+  it('Istio keeps the references on both CONNECT listeners, after the extraction, and answers each with a non-empty RBAC matcher from our EXTENSION_CONFIG patches', () => {
+    expect(render.discoveredFilters).toEqual(names);
+    for (const { port } of era.connectPorts) {
+      const filters = httpFiltersOn(render, port);
+      const discovered = filters.filter((f) => isJsonObject(f['config_discovery'])).map((f) => getString(f, 'name'));
+      expect(discovered, `port ${port}`).toEqual(names);
+      expect(filters.findIndex((f) => isJsonObject(f['config_discovery']))).toBe(2);
+    }
+    expect(render.extensionConfigs.map((c) => getString(c, 'name')).sort()).toEqual([...names].sort());
+    const held = new Set<string>();
+    for (const config of render.extensionConfigs) {
+      const typed = getObject(config, 'typed_config') ?? {};
+      expect(getString(typed, '@type')).toBe(HTTP_RBAC_TYPE);
+      expect(isJsonObject(typed['matcher'])).toBe(true);
+      const map = getObject(getObject(getObject(getObject(getObject(typed, 'matcher') ?? {}, 'on_no_match') ?? {}, 'matcher') ?? {}, 'matcher_tree') ?? {}, 'exact_match_map');
+      for (const key of Object.keys(getObject(map ?? {}, 'map') ?? {})) held.add(key.slice(1));
+    }
+    expect([...held].sort()).toEqual(FIXTURE_SHOOTS.filter((s) => s.rule).map((s) => s.id).sort());
+  });
+
+  it.each(era.connectPorts.map((p) => [p.port, p.header] as const))('HTTP CONNECT on %i (%s): every header set from every client is decided as DESIGN says', async (port, routeHeader) => {
+    const oracle = fixtureOracle(objects);
+    const expectation = { oracle: oracle.shoots, protectedHeaders: HEADERS, routeHeader, routeRegex: new RegExp(era.destinationRegex), clusters: gateway.clusters, reading: 'routable' as const };
+    const cases = connectCases(HA_VPN_INDEX);
+    expect(await connectMismatches(gateway, port, cases, expectation)).toEqual([]);
+    expect(cases.filter(({ client, headers }) => !connectExpected(client, headers, expectation)).length).toBeGreaterThan(50);
+  });
+
+  it('an ACL change changes no CONNECT listener, only the changed shoot’s bucket: every open tunnel stays open, and new requests see the new rule', async () => {
+    const client = FOO_CLIENT.proxySource!;
+    const open = async (label: string, port: number, header: string, destination: string) => {
+      const connection = await HeldConnection.open(label, await gateway.endpoint(port, 4), connectRequestBytes(client, destination, header));
+      expect(await connection.connectStatus(), label).toBe('HTTP/1.1 200 OK');
+      expect((await connection.identity())?.cluster, label).toBe(destination);
+      return connection;
+    };
+    const tunnels = [
+      await open(`${CHANGED} 8443`, 8443, 'X-Gardener-Destination', kapi(CHANGED)),
+      await open(`${CHANGED} 8132`, 8132, 'Reversed-VPN', kapi(CHANGED)),
+      await open(`${UNCHANGED} 8443`, 8443, 'X-Gardener-Destination', kapi(UNCHANGED)),
+      await open(`${OPEN_SHOOT} 8132`, 8132, 'Reversed-VPN', kapi(OPEN_SHOOT)),
+    ];
+    try {
+      // The owner narrows the ALLOW rule so that this client is no longer admitted.
+      const after = await renderWithEcds(withRule(objects, CHANGED, { action: 'ALLOW', type: 'remote_ip', cidrs: ['198.18.0.0/15'] }));
+      // The CONNECT listeners are unchanged (the shoot's own SNI chains change, and drain only its own TLS connections).
+      // Sorted by port: Istio does not keep the listeners in one order from run to run.
+      const connectListeners = (r: IstioRenderOutput) => era.connectPorts.map(({ port }) => r.listeners.find((l) => listenerPortOf(l) === port));
+      expect(connectListeners(after).every((l) => l !== undefined)).toBe(true);
+      expect(connectListeners(after)).toEqual(connectListeners(render));
+      const before = new Map(render.extensionConfigs.map((c) => [getString(c, 'name'), JSON.stringify(c)]));
+      const changed = after.extensionConfigs.filter((c) => before.get(getString(c, 'name')) !== JSON.stringify(c)).map((c) => getString(c, 'name'));
+      const bucket = ecdsBucketOf(CHANGED, BUCKETS);
+      expect(changed.sort()).toEqual(HEADERS.map((_h, i) => ecdsResourceName(bucket, i)).sort());
+
+      const reloads = await ecdsReloads(gateway.envoy);
+      const sent = performance.now();
+      await files.write(after.extensionConfigs.filter((c) => changed.includes(getString(c, 'name'))));
+      let refusedAfterMs: number | undefined;
+      const http = await gateway.endpoint(8443, 4);
+      while (performance.now() - sent < RECONFIGURED_MS) {
+        const result = await httpConnect({ ...http, proxyHeader: proxyV2From(client), headers: [['X-Gardener-Destination', kapi(CHANGED)]] });
+        if (result.status === 403) {
+          refusedAfterMs = performance.now() - sent;
+          break;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect(refusedAfterMs, 'new CONNECTs to the changed shoot refused').toBeDefined();
+      // One subscription per resource name, shared by both CONNECT listeners: each changed resource reloads once.
+      const deadline = performance.now() + RECONFIGURED_MS;
+      while ((await ecdsReloads(gateway.envoy)) < reloads + changed.length && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(await ecdsReloads(gateway.envoy)).toBe(reloads + changed.length);
+      const other = await httpConnect({ ...http, proxyHeader: proxyV2From(client), headers: [['X-Gardener-Destination', kapi(UNCHANGED)]] });
+      expect(other.status).toBe(200);
+      // Past the harness's drain time: a drained chain would have closed them by now.
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      const closed = [];
+      for (const tunnel of tunnels) if (!(await tunnel.echoes())) closed.push(tunnel.label);
+      expect(closed).toEqual([]);
+      console.log(`ECDS change: new CONNECTs refused ${refusedAfterMs?.toFixed(0)} ms after the files were written; ${closed.length} of ${tunnels.length} open tunnels closed`);
+    } finally {
+      for (const tunnel of tunnels) tunnel.destroy();
+    }
+  });
+});

@@ -1,0 +1,35 @@
+// The ECDS delivery's objects: the listener part never depends on the shoots, every bucket exists
+// (the listeners name them all), one shoot's change touches its own bucket only, and a bucket
+// over the size budget is an error that names the fix.
+import { describe, expect, it } from 'vitest';
+import { buildEcdsConnectObjects, ecdsBucketOf, ecdsBucketObjectName, ecdsListenerObjectName } from '../../src/rbac/connect-matcher-ecds.js';
+import { testSeed, type TestShoot } from '../support/test-seed.js';
+
+const shoot = (i: number, cidr = `203.0.${i}.0/24`): TestShoot => ({ id: `shoot--p--s${i}`, rule: { action: 'ALLOW', type: 'remote_ip', cidrs: [cidr] } });
+const objectsFor = (shoots: readonly TestShoot[], buckets = 8, maxObjectBytes?: number) =>
+  buildEcdsConnectObjects(testSeed(shoots, { operator: { combinedForm: 'matcher', ...(maxObjectBytes ? { maxObjectBytes } : {}) } }).seed, buckets);
+const byName = (objects: ReturnType<typeof objectsFor>) => new Map(objects.map((o) => [o.metadata.name, JSON.stringify(o)]));
+
+describe('ECDS delivery objects', () => {
+  it('the listener parts are the same whatever the shoots; every bucket object exists', () => {
+    const few = byName(objectsFor([shoot(1)]));
+    const many = byName(objectsFor(Array.from({ length: 40 }, (_, i) => shoot(i))));
+    for (const port of [8132, 8443]) expect(many.get(ecdsListenerObjectName(port))).toBe(few.get(ecdsListenerObjectName(port)));
+    expect([...many.keys()].filter((n) => n.startsWith('acl-connect-ecds-b'))).toEqual(Array.from({ length: 8 }, (_, b) => ecdsBucketObjectName(b)));
+    expect(objectsFor([])).toEqual([]);
+  });
+
+  it('a change of one shoot rewrites exactly its bucket; the output is deterministic', () => {
+    const shoots = Array.from({ length: 40 }, (_, i) => shoot(i));
+    const before = byName(objectsFor(shoots));
+    expect(byName(objectsFor([...shoots].reverse()))).toEqual(before);
+    const after = byName(objectsFor(shoots.map((s, i) => (i === 7 ? shoot(7, '198.51.100.0/24') : s))));
+    const changed = [...after].filter(([name, json]) => before.get(name) !== json).map(([name]) => name);
+    expect(changed).toEqual([ecdsBucketObjectName(ecdsBucketOf('shoot--p--s7', 8))]);
+  });
+
+  it('a bucket over the size budget is an error that names the fix', () => {
+    const big = Array.from({ length: 60 }, (_, i) => shoot(i));
+    expect(() => objectsFor(big, 1, 16 * 1024)).toThrow(/^ECDS bucket 0 needs \d+ bytes, more than the 12288 one object may hold; raise the bucket count or maxObjectBytes$/);
+  });
+});
