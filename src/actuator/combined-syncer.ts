@@ -17,7 +17,7 @@ import type { EnvoyFilterObject, Extension } from '../gardener/objects.js';
 import { EXTENSION_TYPE } from '../gardener/seed-acl.js';
 import { parseConnectFilterName, shardBudget, unplaceableMessage } from '../rbac/combined-connect-filters.js';
 import { parseMatcherFilterName } from '../rbac/connect-matcher.js';
-import { shardByHash, type Sized } from '../rbac/sharding.js';
+import { indexedShards, type Sized } from '../rbac/sharding.js';
 import { describeError } from '../kube/errors.js';
 import { jsonEqual } from '../rbac/deep-equal.js';
 import type { GeneratedEnvoyFilter } from '../rbac/envoy-filter-types.js';
@@ -153,10 +153,7 @@ export function planCombinedWrites(input: {
     if (bytes > budget) unplaced.set(shoot.technicalID, unplaceableMessage(shoot.technicalID, bytes, operator.maxObjectBytes));
     else items.push({ key: shoot.technicalID, bytes, item: entry });
   }
-  const buckets = shardByHash(items, budget)
-    .map((shard, index) => ({ shard, index }))
-    // Empty buckets get no object; names stay tied to the bucket index so other shards keep theirs.
-    .filter(({ shard }) => shard.length > 0);
+  const buckets = indexedShards(items, budget);
   const active = new Set(shoots.map((s) => s.technicalID));
   const storedByKey = new Map(stored.map((f) => [key(f), f]));
   const sortedGateways = [...gateways].sort((a, b) => a.namespace.localeCompare(b.namespace));

@@ -10,7 +10,7 @@ import {
 import { FILTER_NAMES, httpDenyFilter, type PolicyEntry } from './filter-values.js';
 import { mentionsShoot } from './permissions.js';
 import { notAdmittedPrincipal } from './principals.js';
-import { shardByHash, type Sized } from './sharding.js';
+import { indexedShards, type Sized } from './sharding.js';
 
 export const CONNECT_FILTER_PREFIX = 'acl-connect-';
 const HCM = 'envoy.filters.network.http_connection_manager';
@@ -91,6 +91,34 @@ export interface CombinedConnectPlan {
   readonly unplaced: ReadonlyMap<string, string>;
 }
 
+type SeedShoots = Pick<SeedAcl, 'operator' | 'gateways'> & { readonly shoots: readonly ShootPolicy[] };
+
+/**
+ * The shard plan from sizes alone, and the objects it gives, built one at a time when consumed
+ * (a shard's policies only when its object is due, so a render of a large seed never holds all).
+ */
+function rulesShards(seed: SeedShoots): { readonly objects: () => Generator<GeneratedEnvoyFilter>; readonly unplaced: ReadonlyMap<string, string> } {
+  const { operator } = seed;
+  const budget = shardBudget(operator.maxObjectBytes);
+  const unplaced = new Map<string, string>();
+  const items: Sized<ShootPolicy>[] = [];
+  for (const shoot of seed.shoots) {
+    const bytes = combinedPolicyBytes(shoot.technicalID, combinedConnectPolicy(shoot, operator));
+    if (bytes > budget) unplaced.set(shoot.technicalID, unplaceableMessage(shoot.technicalID, bytes, operator.maxObjectBytes));
+    else items.push({ key: shoot.technicalID, bytes, item: shoot });
+  }
+  const shards = indexedShards(items, budget);
+  const gateways = [...seed.gateways].sort((a, b) => a.namespace.localeCompare(b.namespace));
+  const objects = function* (): Generator<GeneratedEnvoyFilter> {
+    for (const gateway of gateways) {
+      for (const port of operator.protectedPorts) {
+        for (const { shard, index } of shards) yield combinedConnectFilter(gateway, port, index, shard.map(({ key, item }) => [key, combinedConnectEntry(item, operator)] as const));
+      }
+    }
+  };
+  return { objects, unplaced };
+}
+
 /**
  * The combined HTTP-CONNECT filters: for every ACL shoot of the seed a policy "the request
  * mentions S in a protected header and S does not admit the client", sharded by size into one
@@ -100,62 +128,24 @@ export interface CombinedConnectPlan {
  * A shoot whose policy alone exceeds a shard is left out and reported in `unplaced`, so that one
  * oversized shoot never stops the filters of every other shoot.
  */
-export function planCombinedConnectFilters(seed: Pick<SeedAcl, 'operator' | 'gateways'> & { readonly shoots: readonly ShootPolicy[] }): CombinedConnectPlan {
-  const { operator } = seed;
-  const budget = shardBudget(operator.maxObjectBytes);
-  const unplaced = new Map<string, string>();
-  const items: Sized<PolicyEntry>[] = [];
-  for (const shoot of seed.shoots) {
-    const entry = combinedConnectEntry(shoot, operator);
-    const bytes = combinedPolicyBytes(shoot.technicalID, entry.policy);
-    if (bytes > budget) unplaced.set(shoot.technicalID, unplaceableMessage(shoot.technicalID, bytes, operator.maxObjectBytes));
-    else items.push({ key: shoot.technicalID, bytes, item: entry });
-  }
-  const shards = shardByHash(items, budget)
-    .map((shard, index) => ({ shard, index }))
-    // Empty buckets get no object; names stay tied to the bucket index so other shards keep theirs.
-    .filter(({ shard }) => shard.length > 0);
-  const gateways = [...seed.gateways].sort((a, b) => a.namespace.localeCompare(b.namespace));
-  const filters = gateways.flatMap((gateway) =>
-    operator.protectedPorts.flatMap((port) =>
-      shards.map(({ shard, index }) => combinedConnectFilter(gateway, port, index, shard.map(({ key, item }) => [key, item] as const))),
-    ),
-  );
-  return { filters, unplaced };
+export function planCombinedConnectFilters(seed: SeedShoots): CombinedConnectPlan {
+  const plan = rulesShards(seed);
+  return { filters: [...plan.objects()], unplaced: plan.unplaced };
 }
 
 /**
- * The same objects as buildCombinedConnectFilters, in the same order, one at a time: only sizes are
- * kept for the shard plan, and each shard's policies are built when its object is due, so a render
- * of a large seed never holds all of them.
+ * The combined filters one at a time, when every shoot fits: planned (and an oversized shoot
+ * refused, an offline render fails loudly instead of leaving it out) when called; the objects
+ * follow as they are consumed.
  */
-export function combinedConnectFilterStream(seed: Pick<SeedAcl, 'operator' | 'gateways'> & { readonly shoots: readonly ShootPolicy[] }): Generator<GeneratedEnvoyFilter> {
-  const { operator } = seed;
-  const budget = shardBudget(operator.maxObjectBytes);
-  const items: Sized<ShootPolicy>[] = [];
-  for (const shoot of seed.shoots) {
-    const bytes = combinedPolicyBytes(shoot.technicalID, combinedConnectPolicy(shoot, operator));
-    if (bytes > budget) throw new Error(`cannot shard: ${unplaceableMessage(shoot.technicalID, bytes, operator.maxObjectBytes)}`);
-    items.push({ key: shoot.technicalID, bytes, item: shoot });
-  }
-  const shards = shardByHash(items, budget)
-    .map((shard, index) => ({ shard, index }))
-    .filter(({ shard }) => shard.length > 0);
-  const gateways = [...seed.gateways].sort((a, b) => a.namespace.localeCompare(b.namespace));
-  // Planned (and an oversized shoot refused) when called; the objects follow as they are consumed.
-  return (function* () {
-    for (const gateway of gateways) {
-      for (const port of operator.protectedPorts) {
-        for (const { shard, index } of shards) yield combinedConnectFilter(gateway, port, index, shard.map(({ key, item }) => [key, combinedConnectEntry(item, operator)] as const));
-      }
-    }
-  })();
-}
-
-/** The combined filters when every shoot fits; an offline render fails loudly on an oversized shoot instead of leaving it out. */
-export function buildCombinedConnectFilters(seed: Pick<SeedAcl, 'operator' | 'gateways'> & { readonly shoots: readonly ShootPolicy[] }): GeneratedEnvoyFilter[] {
-  const plan = planCombinedConnectFilters(seed);
+export function combinedConnectFilterStream(seed: SeedShoots): Generator<GeneratedEnvoyFilter> {
+  const plan = rulesShards(seed);
   const [first] = plan.unplaced.values();
   if (first !== undefined) throw new Error(`cannot shard: ${first}`);
-  return plan.filters;
+  return plan.objects();
+}
+
+/** combinedConnectFilterStream, whole. */
+export function buildCombinedConnectFilters(seed: SeedShoots): GeneratedEnvoyFilter[] {
+  return [...combinedConnectFilterStream(seed)];
 }

@@ -11,7 +11,7 @@ import type { PrincipalType } from '../acl/provider-config.js';
 import { MANAGED_BY, MANAGED_BY_LABEL, ROLE_LABEL, type GeneratedEnvoyFilter, type MatcherFormFilter, type MatcherFormPatch } from './envoy-filter-types.js';
 import { HTTP_RBAC_TYPE } from './envoy-rbac-types.js';
 import { FILTER_NAMES, type PolicyEntry } from './filter-values.js';
-import { shardByHash, type Sized } from './sharding.js';
+import { indexedShards, type Sized } from './sharding.js';
 import { CONNECT_FILTER_PREFIX, shardBudget, unplaceableMessage } from './combined-connect-filters.js';
 
 const HCM = 'envoy.filters.network.http_connection_manager';
@@ -382,9 +382,7 @@ export function buildMatcherConnectFilters(seed: Pick<SeedAcl, 'operator' | 'gat
     if (bytes > budget) throw new Error(`cannot shard: ${unplaceableMessage(shoot.technicalID, bytes, operator.maxObjectBytes)}`);
     items.push({ key: shoot.technicalID, bytes, item: { mode: shoot.rule.mode, policy: leaf } });
   }
-  const shards = shardByHash(items, budget)
-    .map((shard, index) => ({ shard, index }))
-    .filter(({ shard }) => shard.length > 0);
+  const shards = indexedShards(items, budget);
   const gateways = [...seed.gateways].sort((a, b) => a.namespace.localeCompare(b.namespace));
   if (shards.length === 0) return [];
   return gateways.flatMap((gateway) =>

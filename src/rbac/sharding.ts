@@ -60,3 +60,13 @@ export function shardByHash<T>(items: readonly Sized<T>[], budget: number): Size
   }
   throw new Error(`cannot shard ${items.length} items of ${total} bytes into ${MAX_SHARDS} objects of ${budget} bytes`);
 }
+
+/**
+ * The non-empty buckets of shardByHash with their index. Empty buckets get no object, and names
+ * stay tied to the bucket index, so the other shards keep theirs.
+ */
+export function indexedShards<T>(items: readonly Sized<T>[], budget: number): { readonly shard: Sized<T>[]; readonly index: number }[] {
+  return shardByHash(items, budget)
+    .map((shard, index) => ({ shard, index }))
+    .filter(({ shard }) => shard.length > 0);
+}
