@@ -232,7 +232,7 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
   process.once('SIGINT', () => void shutdown(0));
 
   await controller.startCaches();
-  logger.info('caches synced');
+  logger.info({ combinedForm: operator.config.combinedForm, protectedPorts: operator.config.protectedPorts, protectedHeaders: operator.config.protectedHeaders }, 'caches synced');
   if (elector) await elector.run();
   else {
     controller.startWorkers();
