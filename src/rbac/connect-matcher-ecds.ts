@@ -4,7 +4,8 @@
 // extraction and, for a fixed number of buckets, one HTTP filter per protected header whose config
 // Envoy fetches by name through ECDS. The shoots' leaves travel in the bucket objects
 // (EnvoyFilter EXTENSION_CONFIG patches); changing one rewrites one bucket's resources and no
-// listener. Both ports name the same resources, so Envoy holds each bucket's config once.
+// listener. Both ports name the same resources: Envoy fetches each once (and still builds the
+// filter per listener).
 import type { GatewayWorkload, SeedAcl, ShootPolicy } from '../acl/model.js';
 import { CONNECT_FILTER_PREFIX, shardBudget } from './combined-connect-filters.js';
 import { EXTRACTION_PRIORITY, extractionFilter, headerRbacFilter, matcherEntryBytes, matcherFormObject, shootAclLeaf, targetHeaderFilter, type MatcherEntry } from './connect-matcher.js';
@@ -15,9 +16,13 @@ import { fnv1a64, jumpHash } from './sharding.js';
 
 const pad = (n: number): string => String(n).padStart(3, '0');
 
-/** The ECDS resource (and HTTP filter) name of one bucket and protected header: fixed, whatever the shoots. */
-export function ecdsResourceName(bucket: number, headerIndex: number): string {
-  return `${FILTER_NAMES.connect}-b${pad(bucket)}-h${headerIndex}`;
+/**
+ * The ECDS resource (and HTTP filter) name of one bucket and protected header: fixed, whatever the
+ * shoots. Named by the header itself, so a changed header list can never leave a listener naming a
+ * resource that checks another header.
+ */
+export function ecdsResourceName(bucket: number, header: string): string {
+  return `${FILTER_NAMES.connect}-b${pad(bucket)}-${header.toLowerCase()}`;
 }
 
 /** The per-port object with the listener's fixed part. */
@@ -39,7 +44,7 @@ function discovered(name: string): DiscoveredFilter {
 
 /** The listener's fixed part on `port`: extraction, target headers, then every bucket's filter per header. */
 export function ecdsListenerObject(gateway: GatewayWorkload, port: number, headers: readonly string[], buckets: number): GeneratedEnvoyFilter<MatcherFormPatch> {
-  const references = Array.from({ length: buckets }, (_, bucket) => headers.map((_header, i) => discovered(ecdsResourceName(bucket, i)))).flat();
+  const references = Array.from({ length: buckets }, (_, bucket) => headers.map((header) => discovered(ecdsResourceName(bucket, header)))).flat();
   return matcherFormObject(
     gateway,
     ecdsListenerObjectName(port),
@@ -57,7 +62,7 @@ export function ecdsBucketObject(gateway: GatewayWorkload, bucket: number, heade
     metadata: { name: ecdsBucketObjectName(bucket), namespace: gateway.namespace, labels: { [MANAGED_BY_LABEL]: MANAGED_BY, [ROLE_LABEL]: 'connect' } },
     spec: {
       workloadSelector: { labels: gateway.selector },
-      configPatches: headers.map((header, i) => ({ applyTo: 'EXTENSION_CONFIG', patch: { operation: 'ADD', value: headerRbacFilter(ecdsResourceName(bucket, i), header, entries) } })),
+      configPatches: headers.map((header) => ({ applyTo: 'EXTENSION_CONFIG', patch: { operation: 'ADD', value: headerRbacFilter(ecdsResourceName(bucket, header), header, entries) } })),
     },
   };
 }
@@ -77,13 +82,16 @@ export function buildEcdsConnectObjects(
   buckets: number,
 ): (GeneratedEnvoyFilter<MatcherFormPatch> | GeneratedEnvoyFilter<ExtensionConfigPatch>)[] {
   const { operator } = seed;
+  if (!Number.isInteger(buckets) || buckets < 1) throw new Error(`ECDS bucket count ${buckets}: must be a whole number of at least 1`);
   const headers = operator.protectedHeaders;
   const contents = Array.from({ length: buckets }, () => new Map<string, MatcherEntry>());
   const sizes = new Array<number>(buckets).fill(0);
   for (const shoot of [...seed.shoots].sort((a, b) => (a.technicalID < b.technicalID ? -1 : 1))) {
     const leaf = shootAclLeaf(shoot);
     const bucket = ecdsBucketOf(shoot.technicalID, buckets);
-    contents[bucket]?.set(shoot.technicalID, { mode: shoot.rule.mode, policy: leaf });
+    const content = contents[bucket];
+    if (content === undefined) throw new Error(`ECDS bucket ${bucket} of ${shoot.technicalID} is not one of the ${buckets} buckets`);
+    content.set(shoot.technicalID, { mode: shoot.rule.mode, policy: leaf });
     sizes[bucket] = (sizes[bucket] ?? 0) + matcherEntryBytes(shoot.technicalID, leaf, headers.length);
   }
   const budget = shardBudget(operator.maxObjectBytes);
@@ -91,7 +99,6 @@ export function buildEcdsConnectObjects(
   if (full >= 0) {
     throw new Error(`ECDS bucket ${full} needs ${sizes[full]} bytes, more than the ${budget} one object may hold; raise the bucket count or maxObjectBytes`);
   }
-  if (seed.shoots.length === 0) return [];
   const gateways = [...seed.gateways].sort((a, b) => a.namespace.localeCompare(b.namespace));
   return gateways.flatMap((gateway) => [
     ...operator.protectedPorts.map((port) => ecdsListenerObject(gateway, port, headers, buckets)),

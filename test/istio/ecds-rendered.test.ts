@@ -10,6 +10,7 @@ import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
 import { buildEcdsConnectObjects, ecdsBucketOf, ecdsResourceName } from '../../src/rbac/connect-matcher-ecds.js';
+import { HEADER_TO_METADATA_TYPE } from '../../src/rbac/connect-matcher.js';
 import { ROLE_LABEL } from '../../src/rbac/envoy-filter-types.js';
 import { HTTP_RBAC_TYPE } from '../../src/rbac/envoy-rbac-types.js';
 import { seedModelFromObjects } from '../../src/render/seed-render.js';
@@ -75,7 +76,7 @@ function httpFiltersOn(render: IstioRenderOutput, port: number): JsonObject[] {
 
 describe(`ECDS delivery of the matcher form through Istio's rendering (Gardener ${era.name} seed)`, () => {
   const objects = withMatcherForm(gardenerSeedObjects(era));
-  const names = Array.from({ length: BUCKETS }, (_, b) => HEADERS.map((_h, i) => ecdsResourceName(b, i))).flat();
+  const names = Array.from({ length: BUCKETS }, (_, b) => HEADERS.map((h) => ecdsResourceName(b, h))).flat();
   let render: IstioRenderOutput;
   let files: EcdsFiles;
   let gateway: IstioGateway;
@@ -84,7 +85,7 @@ describe(`ECDS delivery of the matcher form through Istio's rendering (Gardener 
     render = await renderWithEcds(objects);
     files = await EcdsFiles.create();
     await files.write(render.extensionConfigs);
-    gateway = await startIstioGateway({ ...render, listeners: files.listeners(render.listeners) });
+    gateway = await startIstioGateway({ ...render, listeners: files.listeners(render.listeners) }, { listenersViaFile: true });
   });
   afterAll(async () => {
     await gateway?.stop();
@@ -92,12 +93,16 @@ describe(`ECDS delivery of the matcher form through Istio's rendering (Gardener 
   });
 
   it('Istio keeps the references on both CONNECT listeners, after the extraction, and answers each with a non-empty RBAC matcher from our EXTENSION_CONFIG patches', () => {
-    expect(render.discoveredFilters).toEqual(names);
+    expect([...render.discoveredFilters].sort()).toEqual([...names].sort());
+    const typeOf = (f: JsonObject | undefined) => getString(getObject(f ?? {}, 'typed_config') ?? {}, '@type');
     for (const { port } of era.connectPorts) {
       const filters = httpFiltersOn(render, port);
       const discovered = filters.filter((f) => isJsonObject(f['config_discovery'])).map((f) => getString(f, 'name'));
       expect(discovered, `port ${port}`).toEqual(names);
-      expect(filters.findIndex((f) => isJsonObject(f['config_discovery']))).toBe(2);
+      // Extraction, target headers, then every reference, first in the chain.
+      expect(typeOf(filters[0])).toBe(HEADER_TO_METADATA_TYPE);
+      expect(typeOf(filters[1])).toMatch(/header_mutation\.v3\.HeaderMutation$/);
+      expect(filters.slice(2, 2 + names.length).every((f) => isJsonObject(f['config_discovery']))).toBe(true);
     }
     expect(render.extensionConfigs.map((c) => getString(c, 'name')).sort()).toEqual([...names].sort());
     const held = new Set<string>();
@@ -105,6 +110,8 @@ describe(`ECDS delivery of the matcher form through Istio's rendering (Gardener 
       const typed = getObject(config, 'typed_config') ?? {};
       expect(getString(typed, '@type')).toBe(HTTP_RBAC_TYPE);
       expect(isJsonObject(typed['matcher'])).toBe(true);
+      // The guard against a missing extraction, then the lookup (empty buckets have no map).
+      expect(getObjectList(getObject(getObject(typed, 'matcher') ?? {}, 'matcher_list') ?? {}, 'matchers')).toHaveLength(1);
       const map = getObject(getObject(getObject(getObject(getObject(typed, 'matcher') ?? {}, 'on_no_match') ?? {}, 'matcher') ?? {}, 'matcher_tree') ?? {}, 'exact_match_map');
       for (const key of Object.keys(getObject(map ?? {}, 'map') ?? {})) held.add(key.slice(1));
     }
@@ -144,7 +151,9 @@ describe(`ECDS delivery of the matcher form through Istio's rendering (Gardener 
       const before = new Map(render.extensionConfigs.map((c) => [getString(c, 'name'), JSON.stringify(c)]));
       const changed = after.extensionConfigs.filter((c) => before.get(getString(c, 'name')) !== JSON.stringify(c)).map((c) => getString(c, 'name'));
       const bucket = ecdsBucketOf(CHANGED, BUCKETS);
-      expect(changed.sort()).toEqual(HEADERS.map((_h, i) => ecdsResourceName(bucket, i)).sort());
+      expect(changed.sort()).toEqual(HEADERS.map((h) => ecdsResourceName(bucket, h)).sort());
+      // What istiod would push: the listeners of the new render, through LDS. Identical CONNECT listeners drain nothing.
+      await gateway.replaceListeners({ ...after, listeners: files.listeners(after.listeners) });
 
       const reloads = await ecdsReloads(gateway.envoy);
       const sent = performance.now();
@@ -166,12 +175,31 @@ describe(`ECDS delivery of the matcher form through Istio's rendering (Gardener 
       expect(await ecdsReloads(gateway.envoy)).toBe(reloads + changed.length);
       const other = await httpConnect({ ...http, proxyHeader: proxyV2From(client), headers: [['X-Gardener-Destination', kapi(UNCHANGED)]] });
       expect(other.status).toBe(200);
+      // The 403 is the new rule's, not the guard's: a client inside the new range is admitted.
+      const admittedNow = await httpConnect({ ...http, proxyHeader: proxyV2From('198.18.0.7'), headers: [['X-Gardener-Destination', kapi(CHANGED)]] });
+      expect(admittedNow.status).toBe(200);
       // Past the harness's drain time: a drained chain would have closed them by now.
       await new Promise((resolve) => setTimeout(resolve, 3_000));
       const closed = [];
       for (const tunnel of tunnels) if (!(await tunnel.echoes())) closed.push(tunnel.label);
       expect(closed).toEqual([]);
       console.log(`ECDS change: new CONNECTs refused ${refusedAfterMs?.toFixed(0)} ms after the files were written; ${closed.length} of ${tunnels.length} open tunnels closed`);
+
+      // The control: had a CONNECT listener changed, the same wait would have seen its tunnels closed.
+      const control = [await open(`${UNCHANGED} 8443 (control)`, 8443, 'X-Gardener-Destination', kapi(UNCHANGED)), await open(`${OPEN_SHOOT} 8443 (control)`, 8443, 'X-Gardener-Destination', kapi(OPEN_SHOOT))];
+      tunnels.push(...control);
+      // A changed HCM setting in the 8443 chain, as a listener-patched ACL change would be.
+      const changedListener = structuredClone(after.listeners) as JsonObject[];
+      const hcm = getObjectList(changedListener.find((l) => listenerPortOf(l) === 8443) ?? {}, 'filter_chains')
+        .flatMap((chain) => getObjectList(chain, 'filters'))
+        .map((f) => getObject(f, 'typed_config'))
+        .find((config) => getString(config ?? {}, 'stat_prefix') !== undefined);
+      expect(hcm).toBeDefined();
+      if (hcm) hcm['stat_prefix'] = `${getString(hcm, 'stat_prefix')}_changed`;
+      expect(JSON.stringify(changedListener)).not.toBe(JSON.stringify(after.listeners));
+      await gateway.replaceListeners({ ...after, listeners: files.listeners(changedListener) });
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      for (const tunnel of control) expect(await tunnel.echoes(), tunnel.label).toBe(false);
     } finally {
       for (const tunnel of tunnels) tunnel.destroy();
     }

@@ -20,6 +20,8 @@ export interface IstioGateway {
   endpoint(logicalPort: number, family?: 4 | 6): Promise<BoundAddress>;
   /** The clusters this gateway has (an HTTP CONNECT can only tunnel to one of them). */
   readonly clusters: ReadonlySet<string>;
+  /** Hands Envoy the listeners of another render of the same gateway through LDS (needs `listenersViaFile`), as istiod's push would. */
+  replaceListeners(render: IstioRenderOutput): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -34,7 +36,7 @@ function listenerNamesByPort(listeners: readonly GatewayListener[]): Map<number,
   return byPort;
 }
 
-export async function startIstioGateway(render: IstioRenderOutput): Promise<IstioGateway> {
+export async function startIstioGateway(render: IstioRenderOutput, options: { readonly listenersViaFile?: boolean } = {}): Promise<IstioGateway> {
   const plan = planStaticGateway(render);
   const listenersByPort = listenerNamesByPort(plan.listeners);
   const echo = await EchoUpstreams.start(plan.upstreams);
@@ -46,7 +48,7 @@ export async function startIstioGateway(render: IstioRenderOutput): Promise<Isti
       secrets: await staticSecrets(plan.sdsSecretNames),
       runtime: ISTIO_PROXY_RUNTIME,
     });
-    const envoy = await startEnvoy({ bootstrap });
+    const envoy = await startEnvoy({ bootstrap, ...(options.listenersViaFile ? { listenersViaFile: true } : {}) });
     const clusters = new Set(render.clusters.map((cluster) => getString(cluster, 'name') ?? ''));
     return {
       envoy,
@@ -58,6 +60,10 @@ export async function startIstioGateway(render: IstioRenderOutput): Promise<Isti
         const name = listenersByPort.get(logicalPort);
         if (name === undefined) throw new Error(`Istio rendered no listener on port ${logicalPort} (has ${[...listenersByPort.keys()].join(', ')})`);
         return envoy.boundAddress(name, family);
+      },
+      async replaceListeners(next) {
+        const result = await envoy.replaceListeners(planStaticGateway(next).listeners.map((listener) => listener.config));
+        if (!result.accepted) throw new Error(`Envoy rejected the listeners:\n${result.output.slice(-2_000)}`);
       },
       async stop() {
         await Promise.allSettled([envoy.stop(), echo.close()]);

@@ -16,7 +16,9 @@ describe('ECDS delivery objects', () => {
     const many = byName(objectsFor(Array.from({ length: 40 }, (_, i) => shoot(i))));
     for (const port of [8132, 8443]) expect(many.get(ecdsListenerObjectName(port))).toBe(few.get(ecdsListenerObjectName(port)));
     expect([...many.keys()].filter((n) => n.startsWith('acl-connect-ecds-b'))).toEqual(Array.from({ length: 8 }, (_, b) => ecdsBucketObjectName(b)));
-    expect(objectsFor([])).toEqual([]);
+    // With no ACL shoot the listener parts and (empty) buckets stay: their coming and going would drain every tunnel.
+    expect(byName(objectsFor([])).get(ecdsListenerObjectName(8443))).toBe(few.get(ecdsListenerObjectName(8443)));
+    expect(objectsFor([])).toHaveLength(2 + 8);
   });
 
   it('a change of one shoot rewrites exactly its bucket; the output is deterministic', () => {
@@ -26,6 +28,16 @@ describe('ECDS delivery objects', () => {
     const after = byName(objectsFor(shoots.map((s, i) => (i === 7 ? shoot(7, '198.51.100.0/24') : s))));
     const changed = [...after].filter(([name, json]) => before.get(name) !== json).map(([name]) => name);
     expect(changed).toEqual([ecdsBucketObjectName(ecdsBucketOf('shoot--p--s7', 8))]);
+  });
+
+  it('a bucket count that is not a whole number of at least 1 is refused (jump hashing into 0 buckets would drop every shoot)', () => {
+    for (const buckets of [0, -1, 1.5, Number.NaN]) expect(() => objectsFor([shoot(1)], buckets)).toThrow(/^ECDS bucket count .*: must be a whole number of at least 1$/);
+  });
+
+  it('resources are named by bucket and header', () => {
+    const names = objectsFor([shoot(1)], 2).flatMap((o) => o.spec.configPatches.map((p) => ('name' in p.patch.value ? p.patch.value.name : '')));
+    expect(names).toContain('gardener-acl-connect-b001-x-gardener-destination');
+    expect(names).toContain('gardener-acl-connect-b000-reversed-vpn');
   });
 
   it('a bucket over the size budget is an error that names the fix', () => {

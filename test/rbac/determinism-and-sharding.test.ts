@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
+import { buildCombinedConnectFilters, combinedConnectFilterStream, planCombinedConnectFilters } from '../../src/rbac/combined-connect-filters.js';
 import { buildSeedEnvoyFilters, allEnvoyFilters } from '../../src/rbac/seed-envoy-filters.js';
 import { fnv1a64, jumpHash, shardByHash } from '../../src/rbac/sharding.js';
 import { Decider, vpn } from '../support/decide.js';
@@ -49,6 +50,25 @@ describe('sharding of the combined CONNECT filters', () => {
       const ids = combined.filter((f) => f.metadata.name.startsWith(`acl-connect-${port}-`)).flatMap((f) => Object.keys(f.spec.configPatches[0]?.patch.value.typed_config.rules?.policies ?? {}));
       expect(ids.sort()).toEqual(shoots.map((s) => s.id).sort());
     }
+  });
+
+  it('the plan, the stream and the whole build give the same objects; an oversized shoot is left out of the plan and refused by the others with the same text', () => {
+    const shoots = Array.from({ length: 30 }, (_, i): TestShoot => ({ id: `shoot--p--s${i}`, rule: { action: 'ALLOW', type: 'remote_ip', cidrs: [`203.0.${i}.0/24`] } }));
+    const seed = testSeed(shoots, { gateways: [DEFAULT_GATEWAY, ZONAL_GATEWAY], operator: { maxObjectBytes: 16 * 1024 } }).seed;
+    const planned = planCombinedConnectFilters(seed);
+    expect(planned.unplaced.size).toBe(0);
+    expect([...combinedConnectFilterStream(seed)]).toEqual(planned.filters);
+    expect(buildCombinedConnectFilters(seed)).toEqual(planned.filters);
+    expect(planned.filters.length).toBeGreaterThan(4);
+
+    const huge: TestShoot = { id: 'shoot--p--huge', rule: { action: 'ALLOW', type: 'remote_ip', cidrs: Array.from({ length: 400 }, (_, i) => `100.${64 + (i >> 8)}.${i & 255}.1/32`) } };
+    const withHuge = testSeed([...shoots, huge], { gateways: [DEFAULT_GATEWAY, ZONAL_GATEWAY], operator: { maxObjectBytes: 16 * 1024 } }).seed;
+    const leftOut = planCombinedConnectFilters(withHuge);
+    expect([...leftOut.unplaced.keys()]).toEqual(['shoot--p--huge']);
+    expect(leftOut.filters).toEqual(planned.filters);
+    const message = `cannot shard: ${leftOut.unplaced.get('shoot--p--huge')}`;
+    expect(() => combinedConnectFilterStream(withHuge)).toThrow(message);
+    expect(() => buildCombinedConnectFilters(withHuge)).toThrow(message);
   });
 
   it('a change to one shoot rewrites only its own shard', () => {

@@ -59,13 +59,16 @@ import (
 	istiolog "istio.io/istio/pkg/log"
 )
 
-// discoveredFilterNames lists, in order of first appearance, the HTTP filters of
-// the listeners' connection managers whose config comes from ECDS.
+// discoveredFilterNames lists, sorted, the HTTP filters of the listeners'
+// connection managers (default filter chains included) whose config comes from ECDS.
 func discoveredFilterNames(listeners []*listenerv3.Listener) ([]string, error) {
 	seen := map[string]bool{}
-	names := []string{}
 	for _, l := range listeners {
-		for _, chain := range l.GetFilterChains() {
+		chains := l.GetFilterChains()
+		if dc := l.GetDefaultFilterChain(); dc != nil {
+			chains = append(chains, dc)
+		}
+		for _, chain := range chains {
 			for _, f := range chain.GetFilters() {
 				tc := f.GetTypedConfig()
 				if tc == nil || tc.GetTypeUrl() != "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager" {
@@ -73,17 +76,21 @@ func discoveredFilterNames(listeners []*listenerv3.Listener) ([]string, error) {
 				}
 				hcm := &hcmv3.HttpConnectionManager{}
 				if err := tc.UnmarshalTo(hcm); err != nil {
-					return nil, err
+					return nil, fmt.Errorf("listener %s: %w", l.GetName(), err)
 				}
 				for _, hf := range hcm.GetHttpFilters() {
-					if hf.GetConfigDiscovery() != nil && !seen[hf.GetName()] {
+					if hf.GetConfigDiscovery() != nil {
 						seen[hf.GetName()] = true
-						names = append(names, hf.GetName())
 					}
 				}
 			}
 		}
 	}
+	names := make([]string, 0, len(seen))
+	for name := range seen {
+		names = append(names, name)
+	}
+	sort.Strings(names)
 	return names, nil
 }
 
