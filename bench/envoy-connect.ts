@@ -155,6 +155,11 @@ async function measureRow(gateway: LiveGateway, shoot: string): Promise<Latencie
 
 const memorySchema = z.object({ allocated: z.string(), heap_size: z.string() });
 
+/** An admin request that timed out: Envoy's main thread, which also parses config, did not answer in time. */
+function isAdminTimeout(error: unknown): boolean {
+  return error instanceof Error && /time(d)? ?out/i.test(`${error.name} ${error.message}`);
+}
+
 /** Retries an admin read while Envoy's main thread is too busy (parsing config) to answer in time. */
 async function patiently<T>(read: () => Promise<T>): Promise<T> {
   const deadline = performance.now() + LDS_DEADLINE_MS;
@@ -162,7 +167,7 @@ async function patiently<T>(read: () => Promise<T>): Promise<T> {
     try {
       return await read();
     } catch (error) {
-      if (performance.now() > deadline || !(error instanceof Error) || !/time(d)? ?out/i.test(`${error.name} ${error.message}`)) throw error;
+      if (performance.now() > deadline || !isAdminTimeout(error)) throw error;
     }
   }
 }
@@ -219,7 +224,7 @@ async function timedListenerLoad(envoy: EnvoyInstance, placement: PlacementResul
     const result = await envoy.replaceListeners(ecds ? ecds.files.listeners(listeners) : listeners);
     if (!result.accepted) throw new Error(`Envoy rejected the listeners:\n${result.output.slice(-2_000)}`);
   } catch (error) {
-    if (!(error instanceof Error) || !/time(d)? ?out/i.test(`${error.name} ${error.message}`)) throw error;
+    if (!isAdminTimeout(error)) throw error;
     await awaitLdsVerdict(envoy, before.success, before.rejected);
   }
   return performance.now() - start;

@@ -58,7 +58,7 @@ export type StoredCoverage = ReadonlyMap<string, ReadonlyMap<number, ReadonlyMap
 export function storedCoverage(
   filters: readonly EnvoyFilterObject[],
   selectors?: ReadonlyMap<string, Readonly<Record<string, string>>>,
-  form: Pick<CombinedFormReader, 'storedShards' | 'supportStored'> = { storedShards: storedPatches, supportStored: () => true },
+  form: CombinedFormReader = { storedShards: storedPatches, supportStored: () => true },
 ): StoredCoverage {
   const byNamespace = new Map<string, Map<number, Map<string, PolicyEntry<unknown>[]>>>();
   const supported = new Map<string, boolean>();

@@ -13,6 +13,7 @@ import {
   extractedHeaders,
   extractionObject,
   extractionObjectName,
+  parseExtractionObjectName,
   matcherConnectFilter,
   matcherEntryBytes,
   parseMatcherFilterName,
@@ -25,19 +26,14 @@ import { jsonEqual } from '../rbac/deep-equal.js';
 import { combinedRbacConfig, type PolicyEntry } from '../rbac/filter-values.js';
 import type { Policy } from '../rbac/envoy-rbac-types.js';
 import type { CombinedWrite } from './combined-syncer.js';
-import { storedPatches, storedSelector } from './combined-coverage.js';
+import { storedPatches, storedSelector, type CombinedFormReader } from './combined-coverage.js';
 
 export interface ShardName {
   readonly port: number;
   readonly shard: number;
 }
 
-export interface StoredShard {
-  readonly port: number;
-  readonly entries: ReadonlyMap<string, PolicyEntry<unknown>>;
-}
-
-export interface CombinedForm {
+export interface CombinedForm extends CombinedFormReader {
   readonly name: CombinedFormName;
   /** What a shard holds for the shoot, with its mode (a DENY policy, or a matcher leaf). */
   entry(shoot: ShootPolicy): PolicyEntry<unknown>;
@@ -54,10 +50,6 @@ export interface CombinedForm {
    * (both written before the shards, `wanted` after them); undefined when `wanted` can be written first.
    */
   transitionalSupport(stored: EnvoyFilterObject, wanted: CombinedWrite): CombinedWrite | undefined;
-  /** Port and entries of what a stored object enforces as a shard of this form; none when it is not shaped exactly as this form writes it. */
-  storedShards(filter: EnvoyFilterObject): StoredShard[];
-  /** Whether `stored` holds, unchanged, what the shards on this gateway and port rely on. */
-  supportStored(stored: readonly EnvoyFilterObject[], gateway: GatewayWorkload, port: number): boolean;
 }
 
 function rulesForm(operator: OperatorConfig): CombinedForm {
@@ -95,13 +87,11 @@ function matcherForm(operator: OperatorConfig): CombinedForm {
     // Shards written for headers the extraction no longer reads would refuse every request carrying
     // them: extract the union until the shards are rewritten.
     transitionalSupport: (stored, wanted) => {
-      const name = /^acl-connect-(\d{1,5})-extract$/.exec(stored.metadata.name);
-      const selector = storedSelector(stored);
-      if (!name || !selector) return undefined;
+      const port = parseExtractionObjectName(stored.metadata.name);
+      if (port === undefined || !storedSelector(stored)) return undefined;
       const union = [...new Set([...headers, ...extractedHeaders(stored.spec)])];
       if (union.length === headers.length) return undefined;
-      const transitional = extractionObject({ namespace: stored.metadata.namespace, selector: wanted.spec.workloadSelector.labels }, Number(name[1]), union);
-      return transitional;
+      return extractionObject({ namespace: stored.metadata.namespace, selector: wanted.spec.workloadSelector.labels }, port, union);
     },
     storedShards: (filter) => {
       const name = parseMatcherFilterName(filter.metadata.name);

@@ -15,9 +15,9 @@ import type { GatewayWorkload, Labels } from '../acl/model.js';
 import type { OperatorConfig } from '../acl/operator-config.js';
 import type { EnvoyFilterObject, Extension } from '../gardener/objects.js';
 import { EXTENSION_TYPE } from '../gardener/seed-acl.js';
-import { parseConnectFilterName, shardBudget, unplaceableMessage } from '../rbac/combined-connect-filters.js';
-import { parseMatcherFilterName } from '../rbac/connect-matcher.js';
-import { indexedShards, type Sized } from '../rbac/sharding.js';
+import { parseConnectFilterName, shardBudget, sizedForShards } from '../rbac/combined-connect-filters.js';
+import { extractionObjectName, parseMatcherFilterName } from '../rbac/connect-matcher.js';
+import { indexedShards } from '../rbac/sharding.js';
 import { describeError } from '../kube/errors.js';
 import { jsonEqual } from '../rbac/deep-equal.js';
 import type { GeneratedEnvoyFilter } from '../rbac/envoy-filter-types.js';
@@ -26,7 +26,6 @@ import { appliedFromState, type AppliedAcl } from './applied-state.js';
 import { refOf, type ClusterClient } from './cluster-client.js';
 import { storedCoverage, storedSelector, uncoveredPaths } from './combined-coverage.js';
 import { combinedForm, storedEntriesAnyForm } from './combined-forms.js';
-import { extractionObjectName } from '../rbac/connect-matcher.js';
 import { OPERATION_ANNOTATION, Operation, isMigrated } from './extension-contract.js';
 
 export interface CombinedSyncerDeps {
@@ -144,16 +143,11 @@ export function planCombinedWrites(input: {
 }): CombinedWritePlan {
   const { operator, gateways, shoots, stored } = input;
   const form = combinedForm(operator);
-  const budget = shardBudget(operator.maxObjectBytes);
-  const unplaced = new Map<string, string>();
-  const items: Sized<PolicyEntry<unknown>>[] = [];
-  for (const shoot of shoots) {
+  const { items, unplaced } = sizedForShards(shoots, operator.maxObjectBytes, (shoot) => {
     const entry = form.entry(shoot);
-    const bytes = form.bytes(shoot.technicalID, entry);
-    if (bytes > budget) unplaced.set(shoot.technicalID, unplaceableMessage(shoot.technicalID, bytes, operator.maxObjectBytes));
-    else items.push({ key: shoot.technicalID, bytes, item: entry });
-  }
-  const buckets = indexedShards(items, budget);
+    return { bytes: form.bytes(shoot.technicalID, entry), item: entry };
+  });
+  const buckets = indexedShards(items, shardBudget(operator.maxObjectBytes));
   const active = new Set(shoots.map((s) => s.technicalID));
   const storedByKey = new Map(stored.map((f) => [key(f), f]));
   const sortedGateways = [...gateways].sort((a, b) => a.namespace.localeCompare(b.namespace));

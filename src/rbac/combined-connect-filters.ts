@@ -94,20 +94,36 @@ export interface CombinedConnectPlan {
 type SeedShoots = Pick<SeedAcl, 'operator' | 'gateways'> & { readonly shoots: readonly ShootPolicy[] };
 
 /**
+ * Every shoot sized for a shard by `measure`, or, when it alone exceeds a shard, reported with the
+ * reason (the size, the limit and the fix): what every form's shard plan starts from.
+ */
+export function sizedForShards<S extends ShootPolicy, T>(
+  shoots: readonly S[],
+  maxObjectBytes: number,
+  measure: (shoot: S) => { readonly bytes: number; readonly item: T },
+): { readonly items: Sized<T>[]; readonly unplaced: Map<string, string> } {
+  const budget = shardBudget(maxObjectBytes);
+  const items: Sized<T>[] = [];
+  const unplaced = new Map<string, string>();
+  for (const shoot of shoots) {
+    const { bytes, item } = measure(shoot);
+    if (bytes > budget) unplaced.set(shoot.technicalID, unplaceableMessage(shoot.technicalID, bytes, maxObjectBytes));
+    else items.push({ key: shoot.technicalID, bytes, item });
+  }
+  return { items, unplaced };
+}
+
+/**
  * The shard plan from sizes alone, and the objects it gives, built one at a time when consumed
  * (a shard's policies only when its object is due, so a render of a large seed never holds all).
  */
 function rulesShards(seed: SeedShoots): { readonly objects: () => Generator<GeneratedEnvoyFilter>; readonly unplaced: ReadonlyMap<string, string> } {
   const { operator } = seed;
-  const budget = shardBudget(operator.maxObjectBytes);
-  const unplaced = new Map<string, string>();
-  const items: Sized<ShootPolicy>[] = [];
-  for (const shoot of seed.shoots) {
-    const bytes = combinedPolicyBytes(shoot.technicalID, combinedConnectPolicy(shoot, operator));
-    if (bytes > budget) unplaced.set(shoot.technicalID, unplaceableMessage(shoot.technicalID, bytes, operator.maxObjectBytes));
-    else items.push({ key: shoot.technicalID, bytes, item: shoot });
-  }
-  const shards = indexedShards(items, budget);
+  const { items, unplaced } = sizedForShards(seed.shoots, operator.maxObjectBytes, (shoot) => ({
+    bytes: combinedPolicyBytes(shoot.technicalID, combinedConnectPolicy(shoot, operator)),
+    item: shoot,
+  }));
+  const shards = indexedShards(items, shardBudget(operator.maxObjectBytes));
   const gateways = [...seed.gateways].sort((a, b) => a.namespace.localeCompare(b.namespace));
   const objects = function* (): Generator<GeneratedEnvoyFilter> {
     for (const gateway of gateways) {

@@ -11,8 +11,8 @@ import type { PrincipalType } from '../acl/provider-config.js';
 import { MANAGED_BY, MANAGED_BY_LABEL, ROLE_LABEL, type GeneratedEnvoyFilter, type MatcherFormFilter, type MatcherFormPatch } from './envoy-filter-types.js';
 import { HTTP_RBAC_TYPE } from './envoy-rbac-types.js';
 import { FILTER_NAMES, type PolicyEntry } from './filter-values.js';
-import { indexedShards, type Sized } from './sharding.js';
-import { CONNECT_FILTER_PREFIX, shardBudget, unplaceableMessage } from './combined-connect-filters.js';
+import { indexedShards } from './sharding.js';
+import { CONNECT_FILTER_PREFIX, shardBudget, sizedForShards } from './combined-connect-filters.js';
 
 const HCM = 'envoy.filters.network.http_connection_manager';
 const HEADER_MUTATION_TYPE = 'type.googleapis.com/envoy.extensions.filters.http.header_mutation.v3.HeaderMutation';
@@ -330,6 +330,12 @@ export function extractionObjectName(port: number): string {
   return `${CONNECT_FILTER_PREFIX}${port}-extract`;
 }
 
+/** The port of an extraction object's name; undefined for any other name. */
+export function parseExtractionObjectName(name: string): number | undefined {
+  const match = /^(\d{1,5})-extract$/.exec(name.startsWith(CONNECT_FILTER_PREFIX) ? name.slice(CONNECT_FILTER_PREFIX.length) : '');
+  return match ? Number(match[1]) : undefined;
+}
+
 /**
  * Istio applies EnvoyFilters by ascending priority and each INSERT_FIRST goes to the front, so the
  * extraction, applied after the shards, runs before every one of them. Were it missing or placed
@@ -374,15 +380,13 @@ export function matcherEntryBytes(technicalID: string, leaf: OnMatch, headers: n
 /** The matcher-form combined filters, sharded and ordered as the rules form's. */
 export function buildMatcherConnectFilters(seed: Pick<SeedAcl, 'operator' | 'gateways'> & { readonly shoots: readonly ShootPolicy[] }): GeneratedEnvoyFilter<MatcherFormPatch>[] {
   const { operator } = seed;
-  const budget = shardBudget(operator.maxObjectBytes);
-  const items: Sized<MatcherEntry>[] = [];
-  for (const shoot of seed.shoots) {
+  const { items, unplaced } = sizedForShards(seed.shoots, operator.maxObjectBytes, (shoot): { bytes: number; item: MatcherEntry } => {
     const leaf = shootAclLeaf(shoot);
-    const bytes = matcherEntryBytes(shoot.technicalID, leaf, operator.protectedHeaders.length);
-    if (bytes > budget) throw new Error(`cannot shard: ${unplaceableMessage(shoot.technicalID, bytes, operator.maxObjectBytes)}`);
-    items.push({ key: shoot.technicalID, bytes, item: { mode: shoot.rule.mode, policy: leaf } });
-  }
-  const shards = indexedShards(items, budget);
+    return { bytes: matcherEntryBytes(shoot.technicalID, leaf, operator.protectedHeaders.length), item: { mode: shoot.rule.mode, policy: leaf } };
+  });
+  const [first] = unplaced.values();
+  if (first !== undefined) throw new Error(`cannot shard: ${first}`);
+  const shards = indexedShards(items, shardBudget(operator.maxObjectBytes));
   const gateways = [...seed.gateways].sort((a, b) => a.namespace.localeCompare(b.namespace));
   if (shards.length === 0) return [];
   return gateways.flatMap((gateway) =>

@@ -11,9 +11,6 @@
 // through ECDS (file-based here; Istio: an EXTENSION_CONFIG patch), which leaves the listeners, and
 // so the tunnels, untouched. Findings: docs/envoy-listener-updates.md.
 
-import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Duplex } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
@@ -22,6 +19,8 @@ import { allEnvoyFilters, buildSeedEnvoyFilters } from '../../src/rbac/seed-envo
 import { testSeed, type TestShoot } from '../support/test-seed.js';
 import { httpConnect, probeTls, proxyV2From } from './clients.js';
 import { EchoUpstreams } from './echo-upstreams.js';
+import { EcdsFiles, ecdsReloads } from './ecds-files.js';
+import type { JsonObject } from './json.js';
 import { HeldConnection, connectRequestBytes } from './held-connection.js';
 import { startEnvoy, type BoundAddress, type EnvoyInstance } from './envoy-process.js';
 import { buildGardenerGateway, gatewayBootstrap, gatewayUpstreams, type GardenerGatewaySpec, type GatewayModel } from './gardener-gateway.js';
@@ -146,48 +145,28 @@ function combinedRbacConfig(shoots: readonly TestShoot[]): unknown {
   return patch.patch.value.typed_config;
 }
 
-/** A file-based ECDS resource holding the combined RBAC config; rename keeps each write atomic. */
+/** The combined RBAC config as one file-based ECDS resource, and the EnvoyFilter whose listeners fetch it. */
 class EcdsFile {
-  private version = 0;
-  private constructor(readonly dir: string) {}
+  private constructor(private readonly files: EcdsFiles) {}
 
   static async create(): Promise<EcdsFile> {
-    return new EcdsFile(await mkdtemp(join(tmpdir(), 'gardener-acl-ecds-')));
-  }
-
-  get path(): string {
-    return join(this.dir, 'connect-rbac.json');
+    return new EcdsFile(await EcdsFiles.create());
   }
 
   async write(typedConfig: unknown): Promise<void> {
-    this.version += 1;
-    const resource = { '@type': 'type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig', name: ECDS_FILTER, typed_config: typedConfig };
-    await writeFile(`${this.path}.tmp`, JSON.stringify({ version_info: String(this.version), resources: [resource] }));
-    await rename(`${this.path}.tmp`, this.path);
+    await this.files.write([{ name: ECDS_FILTER, typed_config: typedConfig as JsonObject }]);
   }
 
   /** EnvoyFilter putting the ECDS-configured filter first on both CONNECT ports (what the listeners keep). */
   envoyFilter(): unknown {
-    const filter = {
-      name: ECDS_FILTER,
-      config_discovery: {
-        config_source: { resource_api_version: 'V3', path_config_source: { path: this.path, watched_directory: { path: this.dir } } },
-        type_urls: [TYPE_URL.httpRbac],
-      },
-    };
+    const filter = this.files.listeners([{ name: ECDS_FILTER, config_discovery: { config_source: { ads: {} }, type_urls: [TYPE_URL.httpRbac] } }])[0] as JsonObject;
     const ports = [GARDENER_PORT.httpProxy, GARDENER_PORT.tlsTunnel];
     return envoyFilterObject('acl-connect-ecds', ports.map((port) => insertFirstHttpFilter(port, filter)));
   }
 
   async remove(): Promise<void> {
-    await rm(this.dir, { recursive: true, force: true });
+    await this.files.remove();
   }
-}
-
-/** Sum of Envoy's ECDS `config_reload` counters (one per listener using the resource). */
-async function ecdsReloads(envoy: EnvoyInstance): Promise<number> {
-  const stats = await envoy.stats('^extension_config_discovery\\..*\\.config_reload$');
-  return [...stats.values()].reduce((sum, value) => sum + value, 0);
 }
 
 /** Our per-shoot filters as usual, the combined CONNECT policies through ECDS instead of in the listeners. */

@@ -24,7 +24,7 @@ import { ERAS, ERA_NAMES } from './eras.js';
 import { fixtureOracle } from './fixture-oracle.js';
 import { renderGatewayWithIstio, type IstioRenderOutput } from './istio-render.js';
 import { startIstioGateway, type IstioGateway } from './istio-rendered-gateway.js';
-import { generateForSeed, istioInputObjects } from './istio-rendered-seed.js';
+import { generateForSeed, istioInputObjects, withMatcherForm } from './istio-rendered-seed.js';
 import { FIXTURE_SHOOTS, gardenerSeedObjects, gatewayLabels, ingressGateway } from './seed-fixture.js';
 
 const era = ERAS[ERA_NAMES[ERA_NAMES.length - 1]!];
@@ -37,9 +37,6 @@ const OPEN_SHOOT = 'shoot--p--foo-bar';
 const FOO_CLIENT = CLIENTS.find((c) => c.label === 'shoot foo range, IPv4')!;
 const RECONFIGURED_MS = 10_000;
 
-function withMatcherForm(objects: readonly JsonObject[]): JsonObject[] {
-  return [...objects.filter((o) => o['kind'] !== 'OperatorConfiguration'), { apiVersion: 'acl.gardener.cloud/v1alpha1', kind: 'OperatorConfiguration', combinedForm: 'matcher' }];
-}
 
 /** The seed's objects with `technicalID`'s ACL replaced. */
 function withRule(objects: readonly JsonObject[], technicalID: string, rule: Record<string, unknown>): JsonObject[] {

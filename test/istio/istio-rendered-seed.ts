@@ -77,3 +77,8 @@ export async function renderSeedThroughIstio(era: GardenerEraFixture, meshConfig
   }
   return { era, gardenerObjects, generated, istioInput, renders };
 }
+
+/** The seed's objects with an OperatorConfiguration that selects the matcher form (the fixture has none of its own). */
+export function withMatcherForm(objects: readonly JsonObject[]): JsonObject[] {
+  return [...objects.filter((o) => o['kind'] !== 'OperatorConfiguration'), { apiVersion: 'acl.gardener.cloud/v1alpha1', kind: 'OperatorConfiguration', combinedForm: 'matcher' }];
+}

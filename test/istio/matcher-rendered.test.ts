@@ -17,17 +17,13 @@ import { ERAS, ERA_NAMES } from './eras.js';
 import { fixtureOracle } from './fixture-oracle.js';
 import { renderGatewayWithIstio } from './istio-render.js';
 import { startIstioGateway, type IstioGateway } from './istio-rendered-gateway.js';
-import { generateForSeed, istioInputObjects } from './istio-rendered-seed.js';
+import { generateForSeed, istioInputObjects, withMatcherForm } from './istio-rendered-seed.js';
 import { FIXTURE_SHOOTS, INGRESS_GATEWAYS, gardenerSeedObjects, gatewayLabels, type GatewayKey } from './seed-fixture.js';
 
 const era = ERAS[ERA_NAMES[ERA_NAMES.length - 1]!];
 const HA_VPN_INDEX = 1;
 const ACL_SHOOTS = FIXTURE_SHOOTS.filter((s) => s.rule !== undefined).map((s) => s.id).sort();
 
-function withMatcherForm(objects: readonly JsonObject[]): JsonObject[] {
-  const rest = objects.filter((o) => o['kind'] !== 'OperatorConfiguration');
-  return [...rest, { apiVersion: 'acl.gardener.cloud/v1alpha1', kind: 'OperatorConfiguration', combinedForm: 'matcher' }];
-}
 
 /** Every listener in an Envoy config dump, static or dynamic, as rendered JSON. */
 function dumpedListeners(dump: JsonObject): JsonObject[] {
