@@ -4,7 +4,7 @@
 // ALLOW filter per shoot per port) for the same seed model. Prints measurements and never asserts
 // timings; it only refuses to report numbers for requests that did not succeed.
 //
-// usage: npx tsx bench/envoy-connect.ts [sizes=0,100,1000,5000] [requests=300] [warmup=30] [shapes=ours,matcher,reference]
+// usage: npx tsx bench/envoy-connect.ts [sizes=0,100,1000,5000] [requests=300] [warmup=30] [shapes=ours,matcher,ecds,reference]
 //
 // The gateway carries only the two shoots the requests hit (their echo upstreams and SNI chains);
 // the filters of all N shoots are placed anyway: CONNECT routes take the cluster from a header, so
@@ -14,8 +14,7 @@
 
 import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
-import { buildEcdsConnectObjects } from '../src/rbac/connect-matcher-ecds.js';
-import { allEnvoyFilters, buildSeedEnvoyFilters } from '../src/rbac/seed-envoy-filters.js';
+import { allEnvoyFilters, buildSeedEnvoyFilters, type AnyGeneratedEnvoyFilter } from '../src/rbac/seed-envoy-filters.js';
 import { EcdsFiles, ecdsReloads } from '../test/envoy/ecds-files.js';
 import { testSeed, type TestShoot } from '../test/support/test-seed.js';
 import { httpConnect, proxyV2From } from '../test/envoy/clients.js';
@@ -93,15 +92,15 @@ interface ShapeConfig {
 
 function filtersOf(shape: Shape, shoots: readonly TestShoot[]): ShapeConfig {
   const { seed } = testSeed(shoots, {
-    operator: { combinedForm: shape === 'matcher' || shape === 'ecds' ? 'matcher' : 'rules', ...(shape === 'ecds' ? { maxObjectBytes: ECDS_MAX_OBJECT_BYTES } : {}) },
+    operator: { combinedForm: shape === 'ours' || shape === 'reference' ? 'rules' : shape, ...(shape === 'ecds' ? { maxObjectBytes: ECDS_MAX_OBJECT_BYTES, ecdsBuckets: ECDS_BUCKETS } : {}) },
   });
   if (shape === 'reference') return { envoyFilters: referenceExtensionFilters(seed), ecdsResources: [] };
   const filters = buildSeedEnvoyFilters(seed);
   if (shape !== 'ecds') return { envoyFilters: allEnvoyFilters(filters), ecdsResources: [] };
-  const ecds = buildEcdsConnectObjects(seed, ECDS_BUCKETS);
-  const buckets = ecds.filter((o) => o.spec.configPatches.some((p) => p.applyTo === 'EXTENSION_CONFIG'));
-  const ecdsResources = buckets.flatMap((o) => o.spec.configPatches.map((p) => p.patch.value as unknown as JsonObject));
-  return { envoyFilters: [...[...filters.perShoot.values()].flat(), ...ecds.filter((o) => !buckets.includes(o))], ecdsResources };
+  // The bucket objects travel as ECDS resources (istiod: EXTENSION_CONFIG), the rest as EnvoyFilters.
+  const isBucket = (o: AnyGeneratedEnvoyFilter) => o.spec.configPatches.some((p) => p.applyTo === 'EXTENSION_CONFIG');
+  const ecdsResources = filters.combined.filter(isBucket).flatMap((o) => o.spec.configPatches.map((p) => p.patch.value as unknown as JsonObject));
+  return { envoyFilters: allEnvoyFilters(filters).filter((o) => !isBucket(o)), ecdsResources };
 }
 
 /** The same seed after the target's owner added one range: the ACL change an LDS update carries. */

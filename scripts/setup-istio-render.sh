@@ -2,7 +2,9 @@
 # Builds tools/istio-render: Istio's own gateway config generation
 # (istio.io/istio/pilot/pkg/networking/core ConfigGenTest), run offline, which
 # turns Gateway/VirtualService/DestinationRule/EnvoyFilter + Service YAML into
-# the listeners/routes/clusters an ingress gateway receives.
+# the listeners/routes/clusters an ingress gateway receives; and, as
+# `istio-render serve`, Istio's xDS discovery server for a real Envoy
+# (tools/istio-render/serve.go).
 #
 #   bash scripts/setup-istio-render.sh     # prints the binary path as its last line
 #   export ISTIO_RENDER=$(bash scripts/setup-istio-render.sh | tail -n1)
@@ -37,7 +39,11 @@ go_minor="$(go env GOVERSION | sed -E 's/^go1\.([0-9]+).*/\1/')"
 ISTIO_VERSION="$(awk '$1 == "istio.io/istio" && $0 !~ /=>/ { print $2; exit }' "$src/go.mod")"
 [[ "$ISTIO_VERSION" =~ ^v0\.0\.0-[0-9]{14}-[0-9a-f]{12}$ ]] \
   || die "cannot read the istio.io/istio pseudo-version from $src/go.mod"
-src_hash="$(cat "$src/go.mod" "$src/go.sum" "$src/main.go" | sha256sum | cut -c1-16)"
+# go.mod, go.sum, then every *.go file in byte order of its name (test/istio/istio-render.ts
+# computes the same hash to tell a stale binary).
+mapfile -t go_files < <(find "$src" -maxdepth 1 -name '*.go' -printf '%f\n' | LC_ALL=C sort)
+((${#go_files[@]} > 0)) || die "no Go sources in $src"
+src_hash="$(cd "$src" && cat go.mod go.sum "${go_files[@]}" | sha256sum | cut -c1-16)"
 
 cache="${GARDENER_ACL_CACHE:-$HOME/.cache/gardener-acl}"
 dir="$cache/istio-render-$ISTIO_VERSION"

@@ -24,8 +24,16 @@ const LONGEST_TECHNICAL_ID = `shoot--${'p'.repeat(10)}--${'s'.repeat(63 - 'shoot
 type SizeInputs = Pick<OperatorConfig, 'protectedHeaders' | 'additionalAllowedCIDRs' | 'maxObjectBytes'> & { readonly combinedForm?: CombinedFormName };
 
 /** How the combined CONNECT filters hold the shoots' ACLs (see README "Combined filter forms"). */
-export const COMBINED_FORMS = ['rules', 'matcher'] as const;
+export const COMBINED_FORMS = ['rules', 'matcher', 'ecds'] as const;
 export type CombinedFormName = (typeof COMBINED_FORMS)[number];
+
+/** Whether a form looks the routed shoot up (matcher leaves, in the listener or through ECDS) rather than scanning DENY policies. */
+export function isMatcherForm(form: CombinedFormName | undefined): boolean {
+  return form === 'matcher' || form === 'ecds';
+}
+
+export const DEFAULT_ECDS_BUCKETS = 32;
+export const MAX_ECDS_BUCKETS = 256;
 
 /** `count` distinct IPv4 hosts of the longest textual form (each also gets its IPv4-mapped twin in a policy). */
 function longestIpv4Hosts(count: number, offset: number): Cidr[] {
@@ -49,7 +57,7 @@ export function maximalShootPolicyBytes(config: SizeInputs, cidrs: number): numb
     for (const action of ['ALLOW', 'DENY'] as const) {
       const shoot = { technicalID: LONGEST_TECHNICAL_ID, rule: { action, type: 'direct_remote_ip', cidrs: ruleCidrs, mode: 'enforce' }, alwaysAllowed } as const;
       const bytes =
-        config.combinedForm === 'matcher'
+        isMatcherForm(config.combinedForm)
           ? matcherEntryBytes(LONGEST_TECHNICAL_ID, shootAclLeaf(shoot), config.protectedHeaders.length)
           : combinedPolicyBytes(LONGEST_TECHNICAL_ID, combinedConnectPolicy(shoot, config));
       most = Math.max(most, bytes);
@@ -111,7 +119,14 @@ export const operatorConfigSchema = z
      * checks every mention) or `matcher` (a lookup of the routed shoot per protected header; cost
      * independent of the number of shoots; needs Istio and Envoy with the matching API, see README).
      */
-    combinedForm: z.enum(COMBINED_FORMS, { error: 'must be rules or matcher' }).default('rules'),
+    combinedForm: z.enum(COMBINED_FORMS, { error: 'must be rules, matcher or ecds' }).default('rules'),
+    /**
+     * Fixed number of ECDS buckets (combinedForm ecds). Every CONNECT listener names every bucket's
+     * filters, so the count is part of the listener: changing it drains the CONNECT listeners once.
+     * Capacity is about buckets × maxObjectBytes of shoot ACLs; a shoot whose bucket is full keeps
+     * its stored protection and is reported.
+     */
+    ecdsBuckets: z.number().int().min(1).max(MAX_ECDS_BUCKETS).default(DEFAULT_ECDS_BUCKETS),
   })
   .transform((c) => ({
     ...c,

@@ -13,7 +13,8 @@ import type { GatewayWorkload } from '../acl/model.js';
 /** How coverage reads one form's stored objects (see combined-forms.ts). */
 export interface CombinedFormReader {
   storedShards(filter: EnvoyFilterObject): { readonly port: number; readonly entries: ReadonlyMap<string, PolicyEntry<unknown>> }[];
-  supportStored(stored: readonly EnvoyFilterObject[], gateway: GatewayWorkload, port: number): boolean;
+  /** Whether what the shard named `shard` relies on at the gateway and port is stored as written. */
+  supportStored(stored: readonly EnvoyFilterObject[], gateway: GatewayWorkload, port: number, shard: string): boolean;
 }
 
 const HCM = 'envoy.filters.network.http_connection_manager';
@@ -69,8 +70,8 @@ export function storedCoverage(
     for (const { port, entries } of form.storedShards(filter)) {
       // A shard whose supporting objects are missing or changed does not protect as recorded (matcher form: it refuses every request naming a shoot).
       const gatewaySelector = selector ?? storedSelector(filter) ?? {};
-      const supportKey = `${namespace}:${port}:${JSON.stringify(gatewaySelector)}`;
-      if (!supported.has(supportKey)) supported.set(supportKey, form.supportStored(filters, { namespace, selector: gatewaySelector }, port));
+      const supportKey = `${namespace}:${port}:${filter.metadata.name}:${JSON.stringify(gatewaySelector)}`;
+      if (!supported.has(supportKey)) supported.set(supportKey, form.supportStored(filters, { namespace, selector: gatewaySelector }, port, filter.metadata.name));
       if (!supported.get(supportKey)) continue;
       const ports = byNamespace.get(namespace) ?? new Map<number, Map<string, PolicyEntry<unknown>[]>>();
       byNamespace.set(namespace, ports);

@@ -1,14 +1,28 @@
-// The two forms the combined CONNECT protection can take, behind one interface so that the
-// syncer's add-before-remove plan and the coverage check work the same for both:
+// The forms the combined CONNECT protection can take, behind one interface so that the syncer's
+// add-before-remove plan and the coverage check work the same for all:
 // - rules: one RBAC filter per shard with a DENY policy per shoot (every request scans them);
 // - matcher: per gateway and port an extraction object, and per shard one RBAC filter per protected
-//   header whose matcher looks the routed shoot up (cost independent of the number of shoots).
-// The two use different object names, so a switch writes the new form completely before the old
+//   header whose matcher looks the routed shoot up (cost independent of the number of shoots);
+// - ecds: the matcher form's leaves in a fixed number of buckets delivered through ECDS, so that an
+//   ACL change changes no listener (src/rbac/connect-matcher-ecds.ts); per gateway and port a
+//   listener part naming every bucket.
+// The forms use different object names, so a switch writes the new form completely before the old
 // objects are deleted: both are enforced meanwhile, never neither.
 import type { GatewayWorkload, ShootPolicy } from '../acl/model.js';
 import type { CombinedFormName, OperatorConfig } from '../acl/operator-config.js';
 import type { EnvoyFilterObject } from '../gardener/objects.js';
-import { combinedConnectEntry, combinedConnectFilter, combinedPolicyBytes, parseConnectFilterName } from '../rbac/combined-connect-filters.js';
+import { combinedConnectEntry, combinedConnectFilter, combinedPolicyBytes, parseConnectFilterName, shardBudget, sizedForShards } from '../rbac/combined-connect-filters.js';
+import {
+  ecdsBucketObject,
+  ecdsBucketObjectName,
+  ecdsBucketPlan,
+  ecdsListenerObject,
+  ecdsListenerObjectName,
+  parseEcdsBucketObjectName,
+  parseEcdsListenerObjectName,
+  storedBucketCount,
+} from '../rbac/connect-matcher-ecds.js';
+import { indexedShards } from '../rbac/sharding.js';
 import {
   extractedHeaders,
   extractionObject,
@@ -33,8 +47,25 @@ export interface ShardName {
   readonly shard: number;
 }
 
+/** Where the shoots go: the entries of every shard to write, and the shoots that fit none (why). */
+export interface Placement {
+  readonly shards: readonly { readonly index: number; readonly entries: ReadonlyMap<string, PolicyEntry<unknown>> }[];
+  readonly unplaced: ReadonlyMap<string, string>;
+  /** Buckets the ECDS listener parts name (may stay above the setting while a shoot would otherwise lose its bucket). */
+  readonly buckets?: number;
+}
+
+/** The ECDS form's bucket objects serve every port: their shards are planned once, under this port. */
+export const ALL_PORTS = 0;
+
 export interface CombinedForm extends CombinedFormReader {
   readonly name: CombinedFormName;
+  /** The ports shards are planned for: each protected port, or ALL_PORTS (ECDS buckets). */
+  readonly shardPorts: readonly number[];
+  /** Shards name nothing; the supporting objects name the shards (ECDS): written after them, deleted before them. */
+  readonly supportNamesShards: boolean;
+  /** Sizes and places the shoots; `stored` is what the API server holds now. */
+  place(shoots: readonly ShootPolicy[], stored: readonly EnvoyFilterObject[]): Placement;
   /** What a shard holds for the shoot, with its mode (a DENY policy, or a matcher leaf). */
   entry(shoot: ShootPolicy): PolicyEntry<unknown>;
   /** Bytes the entry takes in a shard object. */
@@ -43,8 +74,13 @@ export interface CombinedForm extends CombinedFormReader {
   parseName(name: string): ShardName | undefined;
   /** The shard object holding exactly `entries`. */
   shard(gateway: GatewayWorkload, port: number, shard: number, entries: ReadonlyMap<string, PolicyEntry<unknown>>): CombinedWrite;
-  /** Objects the shards of a gateway and port rely on: written before them, deleted after them. */
-  supporting(gateway: GatewayWorkload, port: number): CombinedWrite[];
+  /** Objects the shards of a gateway and port work with (see supportNamesShards for their order). */
+  supporting(gateway: GatewayWorkload, port: number, placement: Placement): CombinedWrite[];
+  /**
+   * What a shard holds while stored supporting objects still expect more of it (ECDS: resources
+   * for headers a stored listener part still names); undefined when the final content can be written at once.
+   */
+  transitionalShard?(stored: readonly EnvoyFilterObject[], gateway: GatewayWorkload, shard: number, entries: ReadonlyMap<string, PolicyEntry<unknown>>): CombinedWrite | undefined;
   /**
    * What a supporting object holds while shards of the stored and the wanted settings coexist
    * (both written before the shards, `wanted` after them); undefined when `wanted` can be written first.
@@ -52,9 +88,22 @@ export interface CombinedForm extends CombinedFormReader {
   transitionalSupport(stored: EnvoyFilterObject, wanted: CombinedWrite): CombinedWrite | undefined;
 }
 
+/** Packs the shoots into as few shards as fit (rules and matcher forms: shards come and go with the shoots). */
+function packedPlacement(form: Pick<CombinedForm, 'entry' | 'bytes'>, operator: OperatorConfig, shoots: readonly ShootPolicy[]): Placement {
+  const { items, unplaced } = sizedForShards(shoots, operator.maxObjectBytes, (shoot) => {
+    const entry = form.entry(shoot);
+    return { bytes: form.bytes(shoot.technicalID, entry), item: entry };
+  });
+  const shards = indexedShards(items, shardBudget(operator.maxObjectBytes)).map(({ shard, index }) => ({ index, entries: new Map(shard.map(({ key, item }) => [key, item])) }));
+  return { shards, unplaced };
+}
+
 function rulesForm(operator: OperatorConfig): CombinedForm {
-  return {
+  const form: CombinedForm = {
     name: 'rules',
+    shardPorts: operator.protectedPorts,
+    supportNamesShards: false,
+    place: (shoots) => packedPlacement(form, operator, shoots),
     entry: (shoot) => combinedConnectEntry(shoot, operator),
     bytes: (id, entry) => combinedPolicyBytes(id, entry.policy as Policy),
     parseName: parseConnectFilterName,
@@ -73,12 +122,16 @@ function rulesForm(operator: OperatorConfig): CombinedForm {
     storedShards: (filter) => storedPatches(filter),
     supportStored: () => true,
   };
+  return form;
 }
 
 function matcherForm(operator: OperatorConfig): CombinedForm {
   const headers = operator.protectedHeaders;
-  return {
+  const form: CombinedForm = {
     name: 'matcher',
+    shardPorts: operator.protectedPorts,
+    supportNamesShards: false,
+    place: (shoots) => packedPlacement(form, operator, shoots),
     entry: (shoot) => ({ mode: shoot.rule.mode, policy: shootAclLeaf(shoot) }),
     bytes: (id, entry) => matcherEntryBytes(id, entry.policy as OnMatch, headers.length),
     parseName: parseMatcherFilterName,
@@ -108,10 +161,109 @@ function matcherForm(operator: OperatorConfig): CombinedForm {
       return found !== undefined && jsonEqual(found.spec, wanted.spec);
     },
   };
+  return form;
+}
+
+const sameNamespace = (namespace: string) => (f: EnvoyFilterObject): boolean => f.metadata.namespace === namespace;
+
+/** The bucket count stored ECDS listener parts name (the largest), 0 when there are none. */
+function storedBuckets(stored: readonly EnvoyFilterObject[]): number {
+  return Math.max(0, ...stored.filter((f) => parseEcdsListenerObjectName(f.metadata.name) !== undefined).map((f) => storedBucketCount(f.spec) ?? 0));
+}
+
+function ecdsForm(operator: OperatorConfig): CombinedForm {
+  const headers = operator.protectedHeaders;
+  const leafForm = matcherForm(operator);
+  const bucketPlacement = (shoots: readonly ShootPolicy[], buckets: number): Placement & { readonly overflowing: boolean } => {
+    const { items, unplaced } = sizedForShards(shoots, operator.maxObjectBytes, (shoot) => {
+      const entry = leafForm.entry(shoot);
+      return { bytes: leafForm.bytes(shoot.technicalID, entry), item: entry };
+    });
+    const plan = ecdsBucketPlan(items, buckets, operator.maxObjectBytes);
+    return {
+      shards: plan.buckets.map((content, index) => ({ index, entries: new Map(content.map(({ key, item }) => [key, item])) })),
+      unplaced: new Map([...unplaced, ...plan.overflow]),
+      buckets,
+      overflowing: plan.overflow.size > 0,
+    };
+  };
+  return {
+    name: 'ecds',
+    shardPorts: [ALL_PORTS],
+    supportNamesShards: true,
+    entry: leafForm.entry,
+    bytes: leafForm.bytes,
+    place: (shoots, stored) => {
+      const wanted = bucketPlacement(shoots, operator.ecdsBuckets);
+      // Fewer buckets than stored would leave a full bucket's shoot out of every bucket the listeners
+      // still name: keep the stored count until the shoots fit the setting.
+      const kept = storedBuckets(stored);
+      return wanted.overflowing && kept > operator.ecdsBuckets ? bucketPlacement(shoots, kept) : wanted;
+    },
+    parseName: (name) => {
+      const bucket = parseEcdsBucketObjectName(name);
+      return bucket === undefined ? undefined : { port: ALL_PORTS, shard: bucket };
+    },
+    shard: (gateway, _port, bucket, entries) => ecdsBucketObject(gateway, bucket, headers, entries as ReadonlyMap<string, MatcherEntry>),
+    supporting: (gateway, _port, placement) => operator.protectedPorts.map((port) => ecdsListenerObject(gateway, port, headers, placement.buckets ?? operator.ecdsBuckets)),
+    transitionalSupport: () => undefined,
+    // Listener parts still naming a removed header's resources keep them answered until they are rewritten.
+    transitionalShard: (stored, gateway, bucket, entries) => {
+      const named = stored.filter(sameNamespace(gateway.namespace)).filter((f) => parseEcdsListenerObjectName(f.metadata.name) !== undefined).flatMap((f) => extractedHeaders(f.spec));
+      const union = [...new Set([...headers, ...named])].sort();
+      return union.length === headers.length ? undefined : ecdsBucketObject(gateway, bucket, union, entries as ReadonlyMap<string, MatcherEntry>);
+    },
+    storedShards: (filter) => {
+      const bucket = parseEcdsBucketObjectName(filter.metadata.name);
+      const selector = storedSelector(filter);
+      if (bucket === undefined || !selector) return [];
+      const entries = storedMatcherEntries(filter.spec);
+      const rebuilt = ecdsBucketObject({ namespace: filter.metadata.namespace, selector }, bucket, headers, entries);
+      return jsonEqual(rebuilt.spec, filter.spec) ? operator.protectedPorts.map((port) => ({ port, entries })) : [];
+    },
+    // A bucket protects on a port when that port's listener part is stored as written and names it,
+    // and every bucket it names exists (a listener naming a missing resource never starts serving).
+    supportStored: (stored, gateway, port, shard) => {
+      const bucket = parseEcdsBucketObjectName(shard);
+      const inNamespace = stored.filter(sameNamespace(gateway.namespace));
+      const part = inNamespace.find((f) => f.metadata.name === ecdsListenerObjectName(port));
+      const count = part === undefined ? undefined : storedBucketCount(part.spec);
+      if (bucket === undefined || part === undefined || count === undefined || bucket >= count) return false;
+      if (!jsonEqual(part.spec, ecdsListenerObject(gateway, port, headers, count).spec)) return false;
+      const names = new Set(inNamespace.map((f) => f.metadata.name));
+      return Array.from({ length: count }, (_, b) => ecdsBucketObjectName(b)).every((name) => names.has(name));
+    },
+  };
 }
 
 export function combinedForm(operator: OperatorConfig): CombinedForm {
+  if (operator.combinedForm === 'ecds') return ecdsForm(operator);
   return operator.combinedForm === 'matcher' ? matcherForm(operator) : rulesForm(operator);
+}
+
+/** A shard name of any form: an object holding shoots' entries. */
+export function isShardName(name: string): boolean {
+  return parseConnectFilterName(name) !== undefined || parseMatcherFilterName(name) !== undefined || parseEcdsBucketObjectName(name) !== undefined;
+}
+
+/**
+ * Deletion order of stored combined objects: what names or relies on others first (rules and
+ * matcher shards, ECDS listener parts), then what they name (extractions, ECDS buckets).
+ */
+export function deletionRank(name: string): number {
+  if (parseConnectFilterName(name) || parseMatcherFilterName(name) || parseEcdsListenerObjectName(name) !== undefined) return 0;
+  return 1;
+}
+
+/** The stored objects a kept shard of any form needs to go on protecting (matcher: its extraction; ECDS: every listener part and bucket of its gateway). */
+export function keptWith(shard: EnvoyFilterObject, stored: readonly EnvoyFilterObject[]): EnvoyFilterObject[] {
+  const matcher = parseMatcherFilterName(shard.metadata.name);
+  const inNamespace = stored.filter(sameNamespace(shard.metadata.namespace));
+  if (matcher) return inNamespace.filter((f) => f.metadata.name === extractionObjectName(matcher.port));
+  if (parseEcdsBucketObjectName(shard.metadata.name) !== undefined) {
+    return inNamespace.filter((f) => parseEcdsListenerObjectName(f.metadata.name) !== undefined || parseEcdsBucketObjectName(f.metadata.name) !== undefined);
+  }
+  return [];
 }
 
 /**
@@ -121,6 +273,6 @@ export function combinedForm(operator: OperatorConfig): CombinedForm {
  * strictly (`storedShards`) instead.
  */
 export function storedEntriesAnyForm(filter: EnvoyFilterObject): Map<string, PolicyEntry<unknown>> {
-  if (parseMatcherFilterName(filter.metadata.name)) return storedMatcherEntries(filter.spec);
+  if (parseMatcherFilterName(filter.metadata.name) || parseEcdsBucketObjectName(filter.metadata.name) !== undefined) return storedMatcherEntries(filter.spec);
   return new Map(storedPatches(filter).flatMap((p) => [...p.entries]));
 }

@@ -15,9 +15,6 @@ import type { GatewayWorkload, Labels } from '../acl/model.js';
 import type { OperatorConfig } from '../acl/operator-config.js';
 import type { EnvoyFilterObject, Extension } from '../gardener/objects.js';
 import { EXTENSION_TYPE } from '../gardener/seed-acl.js';
-import { parseConnectFilterName, shardBudget, sizedForShards } from '../rbac/combined-connect-filters.js';
-import { extractionObjectName, parseMatcherFilterName } from '../rbac/connect-matcher.js';
-import { indexedShards } from '../rbac/sharding.js';
 import { describeError } from '../kube/errors.js';
 import { jsonEqual } from '../rbac/deep-equal.js';
 import type { GeneratedEnvoyFilter } from '../rbac/envoy-filter-types.js';
@@ -25,7 +22,7 @@ import type { PolicyEntry } from '../rbac/filter-values.js';
 import { appliedFromState, type AppliedAcl } from './applied-state.js';
 import { refOf, type ClusterClient } from './cluster-client.js';
 import { storedCoverage, storedSelector, uncoveredPaths } from './combined-coverage.js';
-import { combinedForm, storedEntriesAnyForm } from './combined-forms.js';
+import { combinedForm, deletionRank, isShardName, keptWith, storedEntriesAnyForm } from './combined-forms.js';
 import { OPERATION_ANNOTATION, Operation, isMigrated } from './extension-contract.js';
 
 export interface CombinedSyncerDeps {
@@ -69,11 +66,6 @@ export function appliedAcls(extensions: readonly Extension[]): AppliedAcl[] {
 }
 
 const key = (o: { metadata: { namespace?: string | undefined; name: string } }): string => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
-
-/** A shard name of either form (a stored object of the other form is deleted with the shards, before supporting objects). */
-function parseAnyShardName(name: string): { readonly port: number; readonly shard: number } | undefined {
-  return parseConnectFilterName(name) ?? parseMatcherFilterName(name);
-}
 
 /**
  * The gateways to write: every gateway with a Deployment, plus every namespace that already holds
@@ -132,8 +124,8 @@ interface PlannedShard {
  * Plans the writes from what is stored (pure). Final content of a shard: the generated entries
  * plus the stored entries of active shoots that cannot be placed (their protection stays where
  * it is). Transitional content: final plus the stored entries of active shoots moving out. The
- * objects the shards of a gateway and port rely on (matcher form) are written first and deleted
- * last.
+ * objects the shards rely on (matcher form: the extraction) are written first and deleted last;
+ * objects that name the shards (ECDS form: the listener parts) are written last and deleted first.
  */
 export function planCombinedWrites(input: {
   readonly operator: OperatorConfig;
@@ -143,11 +135,8 @@ export function planCombinedWrites(input: {
 }): CombinedWritePlan {
   const { operator, gateways, shoots, stored } = input;
   const form = combinedForm(operator);
-  const { items, unplaced } = sizedForShards(shoots, operator.maxObjectBytes, (shoot) => {
-    const entry = form.entry(shoot);
-    return { bytes: form.bytes(shoot.technicalID, entry), item: entry };
-  });
-  const buckets = indexedShards(items, shardBudget(operator.maxObjectBytes));
+  const placement = form.place(shoots, stored);
+  const { unplaced } = placement;
   const active = new Set(shoots.map((s) => s.technicalID));
   const storedByKey = new Map(stored.map((f) => [key(f), f]));
   const sortedGateways = [...gateways].sort((a, b) => a.namespace.localeCompare(b.namespace));
@@ -155,10 +144,10 @@ export function planCombinedWrites(input: {
 
   const finals = new Map<string, PlannedShard>();
   for (const gateway of sortedGateways) {
-    for (const port of operator.protectedPorts) {
-      for (const { shard, index } of buckets) {
+    for (const port of form.shardPorts) {
+      for (const { index, entries } of placement.shards) {
         const write = form.shard(gateway, port, index, new Map());
-        finals.set(key(write), { gateway, port, shard: index, entries: new Map(shard.map(({ key: id, item }) => [id, item])) });
+        finals.set(key(write), { gateway, port, shard: index, entries: new Map(entries) });
       }
     }
   }
@@ -175,21 +164,22 @@ export function planCombinedWrites(input: {
     for (const [id, entry] of kept) planned.entries.set(id, entry);
   }
 
-  // What the shards rely on, for every gateway and port that has a shard.
+  // What the shards work with, for every gateway and port that has a shard.
   const supporting = new Map<string, CombinedWrite>();
   for (const { gateway, port } of finals.values()) {
-    for (const write of form.supporting(gateway, port)) supporting.set(key(write), write);
+    for (const write of form.supporting(gateway, port, placement)) supporting.set(key(write), write);
   }
 
-  const grow: CombinedWrite[] = [];
+  const supportGrow: CombinedWrite[] = [];
   const settleLast: CombinedWrite[] = [];
   for (const [k, wanted] of supporting) {
     const current = storedByKey.get(k);
     const transitional = current ? form.transitionalSupport(current, wanted) : undefined;
     const first = transitional ?? wanted;
-    if (!storedAs(current, first)) grow.push(first);
+    if (!storedAs(current, first)) supportGrow.push(first);
     if (transitional) settleLast.push(wanted);
   }
+  const shardGrow: CombinedWrite[] = [];
   const settle: CombinedWrite[] = [];
   for (const [k, planned] of [...finals].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
     const current = storedByKey.get(k);
@@ -200,25 +190,28 @@ export function planCombinedWrites(input: {
       }
     }
     const finalWrite = form.shard(planned.gateway, planned.port, planned.shard, planned.entries);
-    const growWrite = transitional.size === planned.entries.size ? finalWrite : form.shard(planned.gateway, planned.port, planned.shard, transitional);
-    if (!storedAs(current, growWrite)) grow.push(growWrite);
+    const growWrite =
+      form.transitionalShard?.(stored, planned.gateway, planned.shard, transitional) ??
+      (transitional.size === planned.entries.size ? finalWrite : form.shard(planned.gateway, planned.port, planned.shard, transitional));
+    if (!storedAs(current, growWrite)) shardGrow.push(growWrite);
     if (growWrite !== finalWrite) settle.push(finalWrite);
   }
-  // A shard of the other form (after a switch) that holds a shoot fitting no shard of this form
-  // stays, with the extraction it relies on: that shoot keeps the protection it has.
+  // Shards rely on their supporting objects (written first), or the supporting objects name the shards (written after them).
+  const grow = form.supportNamesShards ? [...shardGrow, ...supportGrow] : [...supportGrow, ...shardGrow];
+  // A shard of another form (after a switch) that holds a shoot fitting no shard of this form
+  // stays, with what it needs: that shoot keeps the protection it has.
   const keptOther = new Set<string>();
   for (const filter of stored) {
-    const name = parseAnyShardName(filter.metadata.name);
-    if (!name || form.parseName(filter.metadata.name) || !gatewayByNamespace.has(filter.metadata.namespace)) continue;
+    if (!isShardName(filter.metadata.name) || form.parseName(filter.metadata.name) || !gatewayByNamespace.has(filter.metadata.namespace)) continue;
     if (![...storedEntriesAnyForm(filter).keys()].some((id) => unplaced.has(id))) continue;
     keptOther.add(key(filter));
-    if (parseMatcherFilterName(filter.metadata.name)) keptOther.add(`${filter.metadata.namespace}/${extractionObjectName(name.port)}`);
+    for (const needed of keptWith(filter, stored)) keptOther.add(key(needed));
   }
   // Only in namespaces of known gateways: filters elsewhere have no selector we could trust.
-  // Shards first, then what they relied on: a shard never runs without its support.
+  // What names or relies on others goes first: nothing ever names or relies on a deleted object.
   const deletions = stored
     .filter((f) => gatewayByNamespace.has(f.metadata.namespace) && !finals.has(key(f)) && !supporting.has(key(f)) && !keptOther.has(key(f)))
-    .sort((a, b) => Number(parseAnyShardName(a.metadata.name) === undefined) - Number(parseAnyShardName(b.metadata.name) === undefined));
+    .sort((a, b) => deletionRank(a.metadata.name) - deletionRank(b.metadata.name));
   return { grow, settle: [...settle, ...settleLast], deletions, unplaced };
 }
 

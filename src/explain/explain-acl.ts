@@ -3,7 +3,7 @@
 // so that a test can hold it against what the real Envoy decides.
 import { cidrContainsAddress, formatAddress, formatCidr, parseIpv4, parseIpv6, type Cidr, type IpFamily } from '../acl/cidr.js';
 import type { SeedAcl, ShootAcl } from '../acl/model.js';
-import type { CombinedFormName } from '../acl/operator-config.js';
+import { isMatcherForm, type CombinedFormName } from '../acl/operator-config.js';
 import type { AclRule } from '../acl/provider-config.js';
 import { destinationForms, parseTechnicalID } from '../acl/shoot-identity.js';
 
@@ -95,7 +95,7 @@ export function mentionsOf(
   technicalID: string,
   form: CombinedFormName = 'rules',
 ): Mention[] {
-  if (form === 'matcher') return routableMentionsOf(headers, protectedHeaders, technicalID);
+  if (isMatcherForm(form)) return routableMentionsOf(headers, protectedHeaders, technicalID);
   const { fqdnInfix, socketValue } = destinationForms(technicalID);
   const fqdn = fqdnInfix.toLowerCase();
   const socket = socketValue.toLowerCase();
@@ -203,7 +203,7 @@ function connectVerdicts(req: ExplainRequest, shoot: ShootAcl | undefined, direc
     const { fqdnInfix, socketValue } = destinationForms(shoot.technicalID);
     verdict = verdictOf(d.admitted);
     reason =
-      seed.operator.combinedForm === 'matcher'
+      isMatcherForm(seed.operator.combinedForm)
         ? `${d.reason} (a request targets ${shoot.technicalID} when the first value of ${protectedHeaders.join(' or ')} begins with "outbound|<port>|<subset>|<service>${fqdnInfix}svc." or "${socketValue}")`
         : `${d.reason} (a request targets ${shoot.technicalID} when ${protectedHeaders.join(' or ')} contains "${fqdnInfix}" or starts with "${socketValue}")`;
   } else {

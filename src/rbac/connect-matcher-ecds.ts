@@ -7,12 +7,13 @@
 // listener. Both ports name the same resources: Envoy fetches each once (and still builds the
 // filter per listener).
 import type { GatewayWorkload, SeedAcl, ShootPolicy } from '../acl/model.js';
-import { CONNECT_FILTER_PREFIX, shardBudget } from './combined-connect-filters.js';
-import { EXTRACTION_PRIORITY, extractionFilter, headerRbacFilter, matcherEntryBytes, matcherFormObject, shootAclLeaf, targetHeaderFilter, type MatcherEntry } from './connect-matcher.js';
+import { CONNECT_FILTER_PREFIX, shardBudget, sizedForShards } from './combined-connect-filters.js';
+import { EXTRACTION_PRIORITY, extractedHeaders, extractionFilter, headerRbacFilter, matcherEntryBytes, matcherFormObject, shootAclLeaf, targetHeaderFilter, type MatcherEntry } from './connect-matcher.js';
+import { isRecord } from '../kube/object-json.js';
 import { HTTP_RBAC_TYPE } from './envoy-rbac-types.js';
 import { MANAGED_BY, MANAGED_BY_LABEL, ROLE_LABEL, type DiscoveredFilter, type ExtensionConfigPatch, type GeneratedEnvoyFilter, type MatcherFormPatch } from './envoy-filter-types.js';
 import { FILTER_NAMES } from './filter-values.js';
-import { fnv1a64, jumpHash } from './sharding.js';
+import { fixedBuckets, fnv1a64, jumpHash, type Sized } from './sharding.js';
 
 const pad = (n: number): string => String(n).padStart(3, '0');
 
@@ -72,36 +73,61 @@ export function ecdsBucketOf(technicalID: string, buckets: number): number {
   return jumpHash(fnv1a64(technicalID), buckets);
 }
 
+/** The bucket of a bucket object's name; undefined for any other name. */
+export function parseEcdsBucketObjectName(name: string): number | undefined {
+  const match = /^ecds-b(\d{3})$/.exec(name.startsWith(CONNECT_FILTER_PREFIX) ? name.slice(CONNECT_FILTER_PREFIX.length) : '');
+  return match ? Number(match[1]) : undefined;
+}
+
+/** The port of a listener part's name; undefined for any other name. */
+export function parseEcdsListenerObjectName(name: string): number | undefined {
+  const match = /^(\d{1,5})-ecds$/.exec(name.startsWith(CONNECT_FILTER_PREFIX) ? name.slice(CONNECT_FILTER_PREFIX.length) : '');
+  return match ? Number(match[1]) : undefined;
+}
+
+/** Shoots sized for the buckets: each shoot's entry in its bucket, and those that fit no bucket (why). */
+export function ecdsBucketPlan<T>(items: readonly Sized<T>[], buckets: number, maxObjectBytes: number): { readonly buckets: Sized<T>[][]; readonly overflow: Map<string, string> } {
+  const budget = shardBudget(maxObjectBytes);
+  const planned = fixedBuckets(items, buckets, budget);
+  const overflow = new Map(
+    planned.overflow.map(({ item, bucket }) => [
+      item.key,
+      `${item.key} needs ${item.bytes} bytes in ECDS bucket ${bucket} of ${buckets}, which other shoots fill up to the ${budget} bytes one object may hold; raise ecdsBuckets or maxObjectBytes in the OperatorConfiguration`,
+    ]),
+  );
+  return { buckets: planned.buckets, overflow };
+}
+
 /**
  * Every object of the ECDS delivery for the seed: per gateway the listener parts of every port and
- * all `buckets` bucket objects (empty ones too: the listeners name them). A bucket over the object
- * size budget is an error naming the fix.
+ * all `buckets` bucket objects (empty ones too: the listeners name them). A shoot that fits no
+ * bucket is an error naming the fix.
  */
 export function buildEcdsConnectObjects(
   seed: Pick<SeedAcl, 'operator' | 'gateways'> & { readonly shoots: readonly ShootPolicy[] },
-  buckets: number,
+  buckets: number = seed.operator.ecdsBuckets,
 ): (GeneratedEnvoyFilter<MatcherFormPatch> | GeneratedEnvoyFilter<ExtensionConfigPatch>)[] {
   const { operator } = seed;
-  if (!Number.isInteger(buckets) || buckets < 1) throw new Error(`ECDS bucket count ${buckets}: must be a whole number of at least 1`);
   const headers = operator.protectedHeaders;
-  const contents = Array.from({ length: buckets }, () => new Map<string, MatcherEntry>());
-  const sizes = new Array<number>(buckets).fill(0);
-  for (const shoot of [...seed.shoots].sort((a, b) => (a.technicalID < b.technicalID ? -1 : 1))) {
+  const { items, unplaced } = sizedForShards(seed.shoots, operator.maxObjectBytes, (shoot) => {
     const leaf = shootAclLeaf(shoot);
-    const bucket = ecdsBucketOf(shoot.technicalID, buckets);
-    const content = contents[bucket];
-    if (content === undefined) throw new Error(`ECDS bucket ${bucket} of ${shoot.technicalID} is not one of the ${buckets} buckets`);
-    content.set(shoot.technicalID, { mode: shoot.rule.mode, policy: leaf });
-    sizes[bucket] = (sizes[bucket] ?? 0) + matcherEntryBytes(shoot.technicalID, leaf, headers.length);
-  }
-  const budget = shardBudget(operator.maxObjectBytes);
-  const full = sizes.findIndex((bytes) => bytes > budget);
-  if (full >= 0) {
-    throw new Error(`ECDS bucket ${full} needs ${sizes[full]} bytes, more than the ${budget} one object may hold; raise the bucket count or maxObjectBytes`);
-  }
+    return { bytes: matcherEntryBytes(shoot.technicalID, leaf, headers.length), item: { mode: shoot.rule.mode, policy: leaf } satisfies MatcherEntry };
+  });
+  const plan = ecdsBucketPlan(items, buckets, operator.maxObjectBytes);
+  const problem = [...unplaced.values(), ...plan.overflow.values()][0];
+  if (problem !== undefined) throw new Error(problem);
   const gateways = [...seed.gateways].sort((a, b) => a.namespace.localeCompare(b.namespace));
   return gateways.flatMap((gateway) => [
     ...operator.protectedPorts.map((port) => ecdsListenerObject(gateway, port, headers, buckets)),
-    ...contents.map((entries, bucket) => ecdsBucketObject(gateway, bucket, headers, entries)),
+    ...plan.buckets.map((content, bucket) => ecdsBucketObject(gateway, bucket, headers, new Map(content.map(({ key, item }) => [key, item])))),
   ]);
+}
+
+/** How many buckets a stored listener part names (its discovered filters per extracted header); undefined when unreadable. */
+export function storedBucketCount(spec: unknown): number | undefined {
+  const headers = extractedHeaders(spec).length;
+  const patches: unknown[] = isRecord(spec) && Array.isArray(spec['configPatches']) ? spec['configPatches'] : [];
+  const references = patches.filter((patch) => isRecord(patch) && isRecord(patch['patch']) && isRecord(patch['patch']['value']) && 'config_discovery' in patch['patch']['value']).length;
+  if (headers === 0 || references === 0 || references % headers !== 0) return undefined;
+  return references / headers;
 }

@@ -5,6 +5,7 @@
 // an exact-match map whose leaf is the shoot's ACL as IP-range tries (always-allowed first, then
 // the rule). Cost per request: one regex and one hash lookup per header and shard, however many
 // shoots the shard holds.
+import { isRecord } from '../kube/object-json.js';
 import { IPV4_MAPPED_BLOCK, cidrContains, formatAddress, formatCidr, ipv4ToMapped, type Cidr } from '../acl/cidr.js';
 import type { GatewayWorkload, SeedAcl, ShootPolicy } from '../acl/model.js';
 import type { PrincipalType } from '../acl/provider-config.js';
@@ -284,8 +285,6 @@ export function parseMatcherFilterName(name: string): { readonly port: number; r
   if (!match) return undefined;
   return { port: Number(match[1]), shard: Number(match[2]) };
 }
-
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 function leavesOf(matcher: unknown): [string, OnMatch][] {
   if (!isRecord(matcher) || !isRecord(matcher['on_no_match'])) return [];

@@ -1,11 +1,19 @@
 import type { SeedAcl } from '../acl/model.js';
 import { buildCombinedConnectFilters, combinedConnectFilterStream } from './combined-connect-filters.js';
 import { buildMatcherConnectFilters } from './connect-matcher.js';
-import type { GeneratedEnvoyFilter, MatcherFormPatch } from './envoy-filter-types.js';
+import { buildEcdsConnectObjects } from './connect-matcher-ecds.js';
+import type { ExtensionConfigPatch, GeneratedEnvoyFilter, MatcherFormPatch } from './envoy-filter-types.js';
 import { buildShootEnvoyFilters } from './shoot-envoy-filters.js';
 
 /** A generated object of either combined form (or a per-shoot filter). */
-export type AnyGeneratedEnvoyFilter = GeneratedEnvoyFilter | GeneratedEnvoyFilter<MatcherFormPatch>;
+export type AnyGeneratedEnvoyFilter = GeneratedEnvoyFilter | GeneratedEnvoyFilter<MatcherFormPatch> | GeneratedEnvoyFilter<ExtensionConfigPatch>;
+
+/** The matcher forms' combined objects, built whole (a fraction of the rules form's size); undefined for the rules form. */
+function matcherFormObjects(seed: SeedAcl, shoots: SeedAcl['shoots']): AnyGeneratedEnvoyFilter[] | undefined {
+  if (seed.operator.combinedForm === 'matcher') return buildMatcherConnectFilters({ ...seed, shoots });
+  if (seed.operator.combinedForm === 'ecds') return buildEcdsConnectObjects({ ...seed, shoots });
+  return undefined;
+}
 
 export interface SeedEnvoyFilters {
   /** Per technical ID, sorted: what travels in the shoot's ManagedResource. */
@@ -19,7 +27,7 @@ export function buildSeedEnvoyFilters(seed: SeedAcl): SeedEnvoyFilters {
   const shoots = [...seed.shoots].sort((a, b) => (a.technicalID < b.technicalID ? -1 : 1));
   const perShoot = new Map<string, readonly GeneratedEnvoyFilter[]>();
   for (const shoot of shoots) perShoot.set(shoot.technicalID, buildShootEnvoyFilters(shoot, seed));
-  const combined = seed.operator.combinedForm === 'matcher' ? buildMatcherConnectFilters({ ...seed, shoots }) : buildCombinedConnectFilters({ ...seed, shoots });
+  const combined = matcherFormObjects(seed, shoots) ?? buildCombinedConnectFilters({ ...seed, shoots });
   return { perShoot, combined };
 }
 
@@ -34,8 +42,7 @@ export function allEnvoyFilters(filters: SeedEnvoyFilters): AnyGeneratedEnvoyFil
  */
 export function seedEnvoyFilterStream(seed: SeedAcl): Iterable<AnyGeneratedEnvoyFilter> {
   const shoots = [...seed.shoots].sort((a, b) => (a.technicalID < b.technicalID ? -1 : 1));
-  // The matcher form is built whole (its shards are a fraction of the rules form's size).
-  const combined: Iterable<AnyGeneratedEnvoyFilter> = seed.operator.combinedForm === 'matcher' ? buildMatcherConnectFilters({ ...seed, shoots }) : combinedConnectFilterStream({ ...seed, shoots });
+  const combined: Iterable<AnyGeneratedEnvoyFilter> = matcherFormObjects(seed, shoots) ?? combinedConnectFilterStream({ ...seed, shoots });
   return (function* () {
     for (const shoot of shoots) yield* buildShootEnvoyFilters(shoot, seed);
     yield* combined;

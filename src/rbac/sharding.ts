@@ -70,3 +70,26 @@ export function indexedShards<T>(items: readonly Sized<T>[], budget: number): { 
     .map((shard, index) => ({ shard, index }))
     .filter(({ shard }) => shard.length > 0);
 }
+
+/**
+ * Items in exactly `count` jump-hash buckets (every bucket, empty ones too), each within `budget`
+ * bytes: the bucket names are fixed, so an item that does not fit its bucket is not moved to
+ * another but returned as overflow (items are taken in key order, so the same ones overflow on
+ * every run).
+ */
+export function fixedBuckets<T>(items: readonly Sized<T>[], count: number, budget: number): { readonly buckets: Sized<T>[][]; readonly overflow: { readonly item: Sized<T>; readonly bucket: number }[] } {
+  if (!Number.isInteger(count) || count < 1) throw new Error(`bucket count ${count}: must be a whole number of at least 1`);
+  const buckets: Sized<T>[][] = Array.from({ length: count }, () => []);
+  const bytes = new Array<number>(count).fill(0);
+  const overflow: { item: Sized<T>; bucket: number }[] = [];
+  for (const item of [...items].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))) {
+    const bucket = jumpHash(fnv1a64(item.key), count);
+    if ((bytes[bucket] ?? 0) + item.bytes > budget) {
+      overflow.push({ item, bucket });
+      continue;
+    }
+    buckets[bucket]?.push(item);
+    bytes[bucket] = (bytes[bucket] ?? 0) + item.bytes;
+  }
+  return { buckets, overflow };
+}

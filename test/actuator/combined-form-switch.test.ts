@@ -1,8 +1,10 @@
-// The matcher form in the controller's write plan, replayed write by write against a simulated
-// store: growing and shrinking keeps every active shoot protected after every write, a switch
-// between the forms writes the new form completely before the old objects go (so every shoot is
-// protected by one form or the other at every instant), and a stored matcher object changed by
-// another writer counts as not protecting.
+// The matcher and ECDS forms in the controller's write plan, replayed write by write against a
+// simulated store: growing and shrinking keeps every active shoot protected after every write, a
+// switch between any two forms writes the new form completely before the old objects go (so every
+// shoot is protected by one form or another at every instant), and a stored matcher or ECDS object
+// changed by another writer counts as not protecting. ECDS: buckets are written before the listener
+// parts that name them and deleted after, an ACL change rewrites one bucket and no listener part,
+// a bucket count change or a removed header never leaves a listener part naming a missing resource.
 import { describe, expect, it } from 'vitest';
 import type { GatewayWorkload } from '../../src/acl/model.js';
 import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
@@ -13,11 +15,13 @@ import { planCombinedWrites } from '../../src/actuator/combined-syncer.js';
 import { keyOf, replayPlan, type Store } from '../support/write-plan-replay.js';
 import type { EnvoyFilterObject } from '../../src/gardener/objects.js';
 import { extractedHeaders, extractionObjectName } from '../../src/rbac/connect-matcher.js';
+import { buildEcdsConnectObjects } from '../../src/rbac/connect-matcher-ecds.js';
 import { DEFAULT_GATEWAY, ZONAL_GATEWAY, cidr, rule } from '../support/test-seed.js';
 
 const base = { ...defaultOperatorConfig(), maxObjectBytes: 16 * 1024 };
 const RULES: OperatorConfig = { ...base, combinedForm: 'rules' };
 const MATCHER: OperatorConfig = { ...base, combinedForm: 'matcher' };
+const ECDS: OperatorConfig = { ...base, combinedForm: 'ecds', ecdsBuckets: 16 };
 const GATEWAYS: GatewayWorkload[] = [DEFAULT_GATEWAY, ZONAL_GATEWAY];
 const ALWAYS = ['10.96.0.0/11', '10.180.0.0/16', '10.250.0.0/16', '198.51.100.1/32'].map(cidr);
 const shoot = (i: number): AppliedAcl => ({
@@ -33,7 +37,7 @@ const namespaces = GATEWAYS.map((g) => g.namespace);
 
 /** Paths where `s` is protected by neither form as stored. */
 function unprotected(store: Store, s: AppliedAcl): string[] {
-  const perForm = [RULES, MATCHER].map((op) => {
+  const perForm = [RULES, MATCHER, ECDS].map((op) => {
     const form = combinedForm(op);
     return uncoveredPaths(storedCoverage([...store.values()], selectors, form), s.technicalID, form.entry(s), namespaces, op.protectedPorts);
   });
@@ -84,6 +88,10 @@ describe('the matcher form in the write plan', () => {
   it.each([
     ['rules', 'matcher', RULES, MATCHER],
     ['matcher', 'rules', MATCHER, RULES],
+    ['rules', 'ecds', RULES, ECDS],
+    ['ecds', 'rules', ECDS, RULES],
+    ['matcher', 'ecds', MATCHER, ECDS],
+    ['ecds', 'matcher', ECDS, MATCHER],
   ] as const)('a switch from %s to %s: every shoot is protected by one form or the other after every write, then only the new form is stored', (_from, _to, from, to) => {
     const store: Store = new Map();
     const shoots = range(0, 20);
@@ -97,8 +105,8 @@ describe('the matcher form in the write plan', () => {
       expect(coveredIn(store, from, s)).toBe(false);
     }
     expect(converged(store, to, shoots)).toBe(true);
-    const otherForm = to.combinedForm === 'matcher' ? /acl-connect-\d+-\d{3}$/ : /acl-connect-\d+-(m\d{3}|extract)$/;
-    expect([...store.keys()].filter((k) => otherForm.test(k))).toEqual([]);
+    const formOf = (name: string) => (/acl-connect-\d+-\d{3}$/.test(name) ? 'rules' : /acl-connect-\d+-(m\d{3}|extract)$/.test(name) ? 'matcher' : /acl-connect-(ecds-b\d{3}|\d+-ecds)$/.test(name) ? 'ecds' : 'unknown');
+    expect(new Set([...store.keys()].map(formOf))).toEqual(new Set([to.combinedForm]));
   });
 
   it('a matcher shard or extraction object changed by another writer protects nobody as recorded, and the next plan rewrites it', () => {
@@ -180,5 +188,123 @@ describe('the matcher form in the write plan', () => {
     const added = [...addition.grow, ...addition.settle].filter((w) => keyOf(w) === extraction);
     expect(added.map((w) => headersOf(w))).toEqual([['reversed-vpn', 'x-gardener-destination']]);
     expect(keyOf(addition.grow[0]!)).toMatch(/-extract$/);
+  });
+});
+
+describe('the ECDS form in the write plan', () => {
+  const isBucket = (name: string) => /^acl-connect-ecds-b\d{3}$/.test(name);
+  const isListenerPart = (name: string) => /^acl-connect-\d+-ecds$/.test(name);
+  const bucketsIn = (store: Store, namespace: string) => [...store.keys()].filter((k) => k.startsWith(`${namespace}/`) && isBucket(k.slice(namespace.length + 1))).sort();
+  /** ECDS resource names a stored object defines (bucket) or names (listener part). */
+  const resourceNames = (f: EnvoyFilterObject, key: 'config_discovery' | 'typed_config'): string[] =>
+    (f.spec.configPatches as { patch: { value: Record<string, unknown> & { name?: string } } }[]).flatMap((p) => (key in p.patch.value && p.patch.value.name ? [p.patch.value.name] : []));
+  /** Resources a listener part names that no stored bucket defines (a missing resource keeps a new listener from serving). */
+  const danglingReferences = (store: Store): string[] => {
+    const defined = new Set([...store.values()].filter((f) => isBucket(f.metadata.name)).flatMap((f) => resourceNames(f, 'typed_config').map((n) => `${f.metadata.namespace}/${n}`)));
+    return [...store.values()]
+      .filter((f) => isListenerPart(f.metadata.name))
+      .flatMap((part) => resourceNames(part, 'config_discovery').filter((n) => !defined.has(`${part.metadata.namespace}/${n}`)).map((n) => `${keyOf(part)} names ${n}`));
+  };
+  const replayChecked = (store: Store, operator: OperatorConfig, shoots: readonly AppliedAcl[], mustStay: readonly AppliedAcl[]) => {
+    const plan = planCombinedWrites({ operator, gateways: GATEWAYS, shoots, stored: [...store.values()] });
+    return replayPlan(store, plan, () => [...danglingReferences(store), ...mustStay.flatMap((s) => unprotected(store, s).map((path) => `${s.technicalID} on ${path}`))]);
+  };
+
+  it('writes every bucket (empty ones too) before the listener parts that name them; one ACL change rewrites one bucket per gateway and no listener part', () => {
+    const first = planCombinedWrites({ operator: ECDS, gateways: GATEWAYS, shoots: range(0, 3), stored: [] });
+    const names = first.grow.map((w) => w.metadata.name);
+    expect(names.filter(isBucket)).toHaveLength(GATEWAYS.length * 16);
+    expect(names.slice(-GATEWAYS.length * ECDS.protectedPorts.length).every(isListenerPart)).toBe(true);
+    const store: Store = new Map();
+    expect(replayChecked(store, ECDS, range(0, 20), []).gaps).toEqual([]);
+    for (const s of range(0, 20)) expect(coveredIn(store, ECDS, s)).toBe(true);
+    const changed = range(0, 20).map((s, i) => (i === 5 ? { ...s, rule: rule('ALLOW', 'remote_ip', ['198.51.100.0/24']) } : s));
+    const change = planCombinedWrites({ operator: ECDS, gateways: GATEWAYS, shoots: changed, stored: [...store.values()] });
+    const written = [...change.grow, ...change.settle].map((w) => w.metadata.name);
+    expect(written).toHaveLength(GATEWAYS.length);
+    expect(new Set(written).size).toBe(1);
+    expect(isBucket(written[0]!)).toBe(true);
+    expect(change.deletions).toEqual([]);
+    // No ACL shoot at all: the listener parts and empty buckets stay (their going would drain every tunnel).
+    const none = planCombinedWrites({ operator: ECDS, gateways: GATEWAYS, shoots: [], stored: [...store.values()] });
+    expect(none.deletions).toEqual([]);
+  });
+
+  it('from nothing, the plan writes exactly the objects the render builds (buildEcdsConnectObjects)', () => {
+    const shoots = range(0, 20);
+    const plan = planCombinedWrites({ operator: ECDS, gateways: GATEWAYS, shoots, stored: [] });
+    expect(plan.settle).toEqual([]);
+    const byKey = (objects: readonly { metadata: { namespace: string; name: string } }[]) => new Map(objects.map((o) => [keyOf(o), JSON.stringify(o)]));
+    expect(byKey(plan.grow)).toEqual(byKey(buildEcdsConnectObjects({ operator: ECDS, gateways: GATEWAYS, shoots })));
+  });
+
+  it('a bucket count raised or lowered: new buckets before the listener parts name them, old ones deleted after; every shoot protected after every write', () => {
+    const store: Store = new Map();
+    const shoots = range(0, 20);
+    replayChecked(store, ECDS, shoots, []);
+    for (const count of [24, 12, 16]) {
+      const operator = { ...ECDS, ecdsBuckets: count };
+      const run = replayChecked(store, operator, shoots, shoots);
+      expect(run.gaps).toEqual([]);
+      expect(bucketsIn(store, DEFAULT_GATEWAY.namespace)).toHaveLength(count);
+      expect(converged(store, operator, shoots)).toBe(true);
+      for (const s of shoots) expect(coveredIn(store, operator, s)).toBe(true);
+    }
+  });
+
+  it('fewer buckets than the shoots need: the stored count stays and the shoots that would lose their bucket are reported', () => {
+    const store: Store = new Map();
+    const shoots = range(0, 20);
+    replayChecked(store, ECDS, shoots, []);
+    const tight = { ...ECDS, ecdsBuckets: 2 };
+    const plan = planCombinedWrites({ operator: tight, gateways: GATEWAYS, shoots, stored: [...store.values()] });
+    expect(plan.unplaced.size).toBe(0);
+    expect([...plan.grow, ...plan.settle]).toEqual([]);
+    // From scratch there is no stored count to keep: the overflowing shoots are reported with the fix.
+    const fresh = planCombinedWrites({ operator: tight, gateways: GATEWAYS, shoots, stored: [] });
+    expect(fresh.unplaced.size).toBeGreaterThan(0);
+    for (const why of fresh.unplaced.values()) expect(why).toMatch(/ in ECDS bucket [01] of 2, which other shoots fill up to the 12288 bytes one object may hold; raise ecdsBuckets or maxObjectBytes in the OperatorConfiguration$/);
+  });
+
+  it('a shoot that no longer fits its bucket keeps its stored entry there', () => {
+    const store: Store = new Map();
+    const shoots = range(0, 20);
+    replayChecked(store, ECDS, shoots, []);
+    const victim = shoots[3]!;
+    const wide = { ...victim, rule: rule('ALLOW', 'remote_ip', Array.from({ length: 60 }, (_, i) => `100.64.${i}.0/24`)) };
+    const plan = planCombinedWrites({ operator: ECDS, gateways: GATEWAYS, shoots: shoots.map((s) => (s === victim ? wide : s)), stored: [...store.values()] });
+    expect([...plan.unplaced.keys()]).toEqual([victim.technicalID]);
+    replayPlan(store, plan, () => []);
+    expect(coveredIn(store, ECDS, victim)).toBe(true);
+  });
+
+  it('a protected header removed: buckets answer both header sets until the listener parts are rewritten', () => {
+    const store: Store = new Map();
+    const shoots = range(0, 8);
+    replayChecked(store, ECDS, shoots, []);
+    const narrowed: OperatorConfig = { ...ECDS, protectedHeaders: ['x-gardener-destination'] };
+    const run = replayChecked(store, narrowed, shoots, []);
+    expect(run.gaps).toEqual([]);
+    expect(converged(store, narrowed, shoots)).toBe(true);
+    for (const s of shoots) expect(coveredIn(store, narrowed, s)).toBe(true);
+    expect(JSON.stringify([...store.values()])).not.toContain('reversed-vpn');
+  });
+
+  it('a listener part or bucket changed or deleted by another writer protects nobody it should, and the next plan restores it', () => {
+    const store: Store = new Map();
+    const shoots = range(0, 10);
+    replayChecked(store, ECDS, shoots, []);
+    const partKey = `${DEFAULT_GATEWAY.namespace}/acl-connect-8443-ecds`;
+    const part = JSON.parse(JSON.stringify(store.get(partKey)).replace('"initial_fetch_timeout":"0s"', '"initial_fetch_timeout":"5s"')) as EnvoyFilterObject;
+    const withEditedPart = new Map(store).set(partKey, part);
+    for (const s of shoots) expect(coveredIn(withEditedPart, ECDS, s)).toBe(false);
+    expect(planCombinedWrites({ operator: ECDS, gateways: GATEWAYS, shoots, stored: [...withEditedPart.values()] }).grow.map(keyOf)).toEqual([partKey]);
+    // An empty bucket deleted: the listener names a missing resource, so nobody on that gateway counts as protected.
+    const emptyBucket = bucketsIn(store, DEFAULT_GATEWAY.namespace).find((k) => !shoots.some((s) => JSON.stringify(store.get(k)).includes(s.technicalID)));
+    expect(emptyBucket).toBeDefined();
+    const withoutBucket = new Map(store);
+    withoutBucket.delete(emptyBucket!);
+    for (const s of shoots) expect(coveredIn(withoutBucket, ECDS, s)).toBe(false);
+    expect(planCombinedWrites({ operator: ECDS, gateways: GATEWAYS, shoots, stored: [...withoutBucket.values()] }).grow.map(keyOf)).toEqual([emptyBucket]);
   });
 });

@@ -2,11 +2,13 @@
 // matcher form (an extraction object and matcher shards per gateway and port, no rules-form
 // shard), Succeeded waits for it, a foreign delete of an extraction object is repaired, and an
 // operator switching forms (a restart with the other setting) ends with only the new form stored
-// while the shoots stay Succeeded.
+// while the shoots stay Succeeded. Then the same for the ECDS delivery: listener parts and every
+// bucket on both gateways, the shoots' leaves in their buckets, and a deleted bucket restored.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
 import type { AclController } from '../../src/actuator/controller.js';
-import { extractionObjectName, parseMatcherFilterName } from '../../src/rbac/connect-matcher.js';
+import { extractionObjectName, parseExtractionObjectName, parseMatcherFilterName } from '../../src/rbac/connect-matcher.js';
+import { ecdsBucketObjectName, ecdsBucketOf, ecdsListenerObjectName, parseEcdsBucketObjectName } from '../../src/rbac/connect-matcher-ecds.js';
 import { parseConnectFilterName } from '../../src/rbac/combined-connect-filters.js';
 import { listAll } from '../../src/kube/list-watch.js';
 import { deleteObject, getObject, type ObjectRef } from '../../src/kube/objects-client.js';
@@ -17,6 +19,7 @@ import { DEFAULT_GW, ZONAL_GW, allowRule, createSeed, denyRule, startTestControl
 const A: ShootFixture = { project: 'p', name: 'a', providerConfig: allowRule('203.0.113.0/24') };
 const B: ShootFixture = { project: 'p', name: 'b', providerConfig: denyRule('198.51.100.0/24'), gateway: ZONAL_GW };
 const MATCHER: OperatorConfig = { ...defaultOperatorConfig(), combinedForm: 'matcher' };
+const ECDS: OperatorConfig = { ...defaultOperatorConfig(), combinedForm: 'ecds', ecdsBuckets: 4 };
 
 interface StoredFilter {
   metadata: { name: string; namespace: string };
@@ -89,5 +92,43 @@ describe('controller with the matcher form on a real kube-apiserver', () => {
     await deleteObject(cp.kubeConfig, ref);
     await eventually('extraction recreated', () => getObject(cp.kubeConfig, ref), 60_000);
     await eventually('matcher form stored', matcherStored, 60_000);
+  }, 90_000);
+
+  /** Shoots held by a gateway's ECDS bucket objects, by bucket name. */
+  const heldInBuckets = (filters: readonly StoredFilter[], namespace: string) =>
+    new Map(
+      filters
+        .filter((f) => f.metadata.namespace === namespace && parseEcdsBucketObjectName(f.metadata.name) !== undefined)
+        .map((f) => [f.metadata.name, [...new Set(f.spec.configPatches.flatMap((p) => Object.keys(p.patch.value.typed_config.matcher?.on_no_match?.matcher?.matcher_tree?.exact_match_map?.map ?? {})))].sort().join()]),
+    );
+  const ecdsStored = async () => {
+    const filters = await combined();
+    return [DEFAULT_GW, ZONAL_GW].every((gw) => {
+      const buckets = heldInBuckets(filters, gw.namespace);
+      const names = new Set(filters.filter((f) => f.metadata.namespace === gw.namespace).map((f) => f.metadata.name));
+      return (
+        buckets.size === ECDS.ecdsBuckets &&
+        [A, B].every((s) => buckets.get(ecdsBucketObjectName(ecdsBucketOf(technicalID(s), ECDS.ecdsBuckets)))?.includes(`=${technicalID(s)}`)) &&
+        ECDS.protectedPorts.every((port) => names.has(ecdsListenerObjectName(port)))
+      );
+    });
+  };
+
+  it('an operator switching from matcher to ecds: listener parts and every bucket on every gateway, the matcher objects gone, the shoots stay Succeeded', async () => {
+    await controller?.stop();
+    controller = await startTestController(cp.kubeConfig, { operator: ECDS });
+    await eventually('ECDS delivery stored', ecdsStored, 60_000);
+    await settled();
+    const names = (await combined()).map((f) => f.metadata.name);
+    expect(names.filter((n) => parseMatcherFilterName(n) !== undefined || parseExtractionObjectName(n) !== undefined)).toEqual([]);
+    await succeeded(A);
+    await succeeded(B);
+  }, 180_000);
+
+  it('a deleted ECDS bucket comes back (a listener naming a missing resource never starts serving)', async () => {
+    const ref: ObjectRef = { apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name: ecdsBucketObjectName(ecdsBucketOf(technicalID(A), ECDS.ecdsBuckets)), namespace: DEFAULT_GW.namespace };
+    await deleteObject(cp.kubeConfig, ref);
+    await eventually('bucket recreated', () => getObject(cp.kubeConfig, ref), 60_000);
+    await eventually('ECDS delivery stored', ecdsStored, 60_000);
   }, 90_000);
 });

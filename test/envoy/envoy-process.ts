@@ -30,6 +30,8 @@ export interface StartEnvoyOptions {
    * `replaceListeners` can swap them without restarting Envoy (as Istio's xDS pushes do).
    */
   listenersViaFile?: boolean;
+  /** Listeners that arrive through xDS (`dynamic_resources`): startEnvoy also waits until these are bound and warm. */
+  awaitListeners?: readonly string[];
   logLevel?: 'trace' | 'debug' | 'info' | 'warning' | 'error';
   /** Envoy's `--drain-time-s`: how long replaced listeners/filter chains keep old connections. */
   drainTimeSeconds?: number;
@@ -167,7 +169,7 @@ function prepareBootstrap(options: StartEnvoyOptions, ldsPath: string, ldsDir: s
   const staticResources = getObject(bootstrap, 'static_resources') ?? {};
   const listeners = getObjectList(staticResources, 'listeners');
   if (options.listenersViaFile !== true) {
-    return { bootstrap, fileListeners: undefined, expectedListeners: listenerNames(listeners) };
+    return { bootstrap, fileListeners: undefined, expectedListeners: [...listenerNames(listeners), ...(options.awaitListeners ?? [])] };
   }
   delete staticResources['listeners'];
   bootstrap['static_resources'] = staticResources;

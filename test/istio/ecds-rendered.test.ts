@@ -9,11 +9,9 @@
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
-import { buildEcdsConnectObjects, ecdsBucketOf, ecdsResourceName } from '../../src/rbac/connect-matcher-ecds.js';
+import { ecdsBucketOf, ecdsResourceName } from '../../src/rbac/connect-matcher-ecds.js';
 import { HEADER_TO_METADATA_TYPE } from '../../src/rbac/connect-matcher.js';
-import { ROLE_LABEL } from '../../src/rbac/envoy-filter-types.js';
 import { HTTP_RBAC_TYPE } from '../../src/rbac/envoy-rbac-types.js';
-import { seedModelFromObjects } from '../../src/render/seed-render.js';
 import { httpConnect, proxyV2From } from '../envoy/clients.js';
 import { EcdsFiles, ecdsReloads } from '../envoy/ecds-files.js';
 import { HeldConnection, connectRequestBytes } from '../envoy/held-connection.js';
@@ -24,7 +22,7 @@ import { ERAS, ERA_NAMES } from './eras.js';
 import { fixtureOracle } from './fixture-oracle.js';
 import { renderGatewayWithIstio, type IstioRenderOutput } from './istio-render.js';
 import { startIstioGateway, type IstioGateway } from './istio-rendered-gateway.js';
-import { generateForSeed, istioInputObjects, withMatcherForm } from './istio-rendered-seed.js';
+import { istioInputWithEcds, withMatcherForm, withRule } from './istio-rendered-seed.js';
 import { FIXTURE_SHOOTS, gardenerSeedObjects, gatewayLabels, ingressGateway } from './seed-fixture.js';
 
 const era = ERAS[ERA_NAMES[ERA_NAMES.length - 1]!];
@@ -38,26 +36,10 @@ const FOO_CLIENT = CLIENTS.find((c) => c.label === 'shoot foo range, IPv4')!;
 const RECONFIGURED_MS = 10_000;
 
 
-/** The seed's objects with `technicalID`'s ACL replaced. */
-function withRule(objects: readonly JsonObject[], technicalID: string, rule: Record<string, unknown>): JsonObject[] {
-  return objects.map((object) => {
-    const metadata = isJsonObject(object['metadata']) ? object['metadata'] : {};
-    if (object['kind'] !== 'Extension' || metadata['namespace'] !== technicalID) return object;
-    const copy = structuredClone(object) as { spec: { providerConfig: { rule: Record<string, unknown> } } };
-    copy.spec.providerConfig.rule = rule;
-    return copy as unknown as JsonObject;
-  });
-}
-
 /** Our generated objects with the combined CONNECT filters delivered through ECDS, rendered by Istio for the default gateway. */
 async function renderWithEcds(objects: readonly JsonObject[]): Promise<IstioRenderOutput> {
-  const generated = generateForSeed(objects);
-  const model = seedModelFromObjects(objects.map((object, index) => ({ object, source: `fixture #${index}` })));
-  if (!model.seed) throw new Error('no seed model');
-  const ecds = buildEcdsConnectObjects(model.seed, BUCKETS);
-  const envoyFilters = [...generated.envoyFilters.filter((f) => f.metadata.labels[ROLE_LABEL] !== 'connect'), ...ecds];
   const gateway = ingressGateway('default');
-  return renderGatewayWithIstio(istioInputObjects(objects, { ...generated, envoyFilters } as typeof generated), { namespace: gateway.namespace, labels: gatewayLabels(era, gateway) });
+  return renderGatewayWithIstio(istioInputWithEcds(objects, BUCKETS), { namespace: gateway.namespace, labels: gatewayLabels(era, gateway) });
 }
 
 function listenerPortOf(listener: JsonObject): unknown {

@@ -7,7 +7,7 @@
 
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -28,10 +28,11 @@ function pinnedIstioVersion(): string {
   return version;
 }
 
-/** The same source hash scripts/setup-istio-render.sh records next to the binary it built. */
+/** The same source hash scripts/setup-istio-render.sh records next to the binary it built (go.mod, go.sum, every *.go by name). */
 function sourceHash(): string {
   const hash = createHash('sha256');
-  for (const file of ['go.mod', 'go.sum', 'main.go']) hash.update(readFileSync(join(TOOL_DIR, file)));
+  const goFiles = readdirSync(TOOL_DIR).filter((file) => file.endsWith('.go')).sort();
+  for (const file of ['go.mod', 'go.sum', ...goFiles]) hash.update(readFileSync(join(TOOL_DIR, file)));
   return hash.digest('hex').slice(0, 16);
 }
 
@@ -92,6 +93,22 @@ export interface IstioRenderOutput {
 /** Kinds Istio reads; others (Cluster, Extension, ...) are not fed to it. */
 const ISTIO_INPUT_KINDS = new Set(['Service', 'Deployment', 'Gateway', 'VirtualService', 'DestinationRule', 'EnvoyFilter', 'ServiceEntry']);
 
+/** The objects of kinds Istio reads, as the multi-document YAML (JSON documents) istio-render takes. */
+export function istioInputDocuments(objects: readonly JsonObject[]): string {
+  return objects
+    .filter((object) => typeof object['kind'] === 'string' && ISTIO_INPUT_KINDS.has(object['kind']))
+    .map((object) => JSON.stringify(object))
+    .join('\n---\n');
+}
+
+/** istio-render's proxy flags for `proxy` (both modes take them). */
+export function proxyArguments(proxy: GatewayProxy): string[] {
+  const labels = Object.entries(proxy.labels)
+    .map(([key, value]) => `${key}=${value}`)
+    .join(',');
+  return ['--labels', labels, '--namespace', proxy.namespace];
+}
+
 /** Renders what the gateway proxy `proxy` receives from `objects` (Kubernetes and Istio objects). */
 export async function renderGatewayWithIstio(objects: readonly JsonObject[], proxy: GatewayProxy, meshConfigYaml?: string): Promise<IstioRenderOutput> {
   const binary = findIstioRenderBinary();
@@ -101,17 +118,11 @@ export async function renderGatewayWithIstio(objects: readonly JsonObject[], pro
     await writeFile(join(dir, 'mesh.yaml'), meshConfigYaml);
     meshArgs.push('--mesh-config', join(dir, 'mesh.yaml'));
   }
-  const input = objects
-    .filter((object) => typeof object['kind'] === 'string' && ISTIO_INPUT_KINDS.has(object['kind']))
-    .map((object) => JSON.stringify(object))
-    .join('\n---\n');
-  const labels = Object.entries(proxy.labels)
-    .map(([key, value]) => `${key}=${value}`)
-    .join(',');
+  const input = istioInputDocuments(objects);
   const stdout = await new Promise<string>((resolve, reject) => {
     const child = execFile(
       binary,
-      ['--labels', labels, '--namespace', proxy.namespace, '--resources', 'listeners,routes,clusters,extension_configs', ...meshArgs, '-'],
+      [...proxyArguments(proxy), '--resources', 'listeners,routes,clusters,extension_configs', ...meshArgs, '-'],
       { maxBuffer: 256 * 1024 * 1024, timeout: RENDER_TIMEOUT_MS },
       (error, out, err) => (error ? reject(new Error(`istio-render failed for ${proxy.namespace}: ${error.message}\n${err}`)) : resolve(out)),
     );

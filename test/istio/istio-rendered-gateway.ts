@@ -25,7 +25,8 @@ export interface IstioGateway {
   stop(): Promise<void>;
 }
 
-function listenerNamesByPort(listeners: readonly GatewayListener[]): Map<number, string> {
+/** Listener names by the port Istio rendered them on; throws on a nameless listener or two on one port. */
+export function listenerNamesByPort(listeners: readonly GatewayListener[]): Map<number, string> {
   const byPort = new Map<number, string>();
   for (const listener of listeners) {
     const name = getString(listener.config, 'name');
@@ -34,6 +35,15 @@ function listenerNamesByPort(listeners: readonly GatewayListener[]): Map<number,
     byPort.set(listener.logicalPort, name);
   }
   return byPort;
+}
+
+/** A gateway's `endpoint`: where Envoy bound the listener Istio rendered on `logicalPort`. */
+export function endpointByLogicalPort(envoy: EnvoyInstance, listenersByPort: ReadonlyMap<number, string>): (logicalPort: number, family?: 4 | 6) => Promise<BoundAddress> {
+  return async (logicalPort, family) => {
+    const name = listenersByPort.get(logicalPort);
+    if (name === undefined) throw new Error(`Istio rendered no listener on port ${logicalPort} (has ${[...listenersByPort.keys()].join(', ')})`);
+    return envoy.boundAddress(name, family);
+  };
 }
 
 export async function startIstioGateway(render: IstioRenderOutput, options: { readonly listenersViaFile?: boolean } = {}): Promise<IstioGateway> {
@@ -56,11 +66,7 @@ export async function startIstioGateway(render: IstioRenderOutput, options: { re
       plan,
       listenersByPort,
       clusters,
-      async endpoint(logicalPort, family) {
-        const name = listenersByPort.get(logicalPort);
-        if (name === undefined) throw new Error(`Istio rendered no listener on port ${logicalPort} (has ${[...listenersByPort.keys()].join(', ')})`);
-        return envoy.boundAddress(name, family);
-      },
+      endpoint: endpointByLogicalPort(envoy, listenersByPort),
       async replaceListeners(next) {
         const result = await envoy.replaceListeners(planStaticGateway(next).listeners.map((listener) => listener.config));
         if (!result.accepted) throw new Error(`Envoy rejected the listeners:\n${result.output.slice(-2_000)}`);

@@ -4,6 +4,7 @@
 // every ingress gateway from Gardener's objects plus our EnvoyFilters.
 
 import jsonpatch from 'fast-json-patch';
+import type { CombinedFormName } from '../../src/acl/operator-config.js';
 import { renderSeed, type SeedRender } from '../../src/render/seed-render.js';
 import { cloneJson, isJsonObject, type JsonObject } from '../envoy/json.js';
 import { renderGatewayWithIstio, type IstioRenderOutput } from './istio-render.js';
@@ -78,7 +79,29 @@ export async function renderSeedThroughIstio(era: GardenerEraFixture, meshConfig
   return { era, gardenerObjects, generated, istioInput, renders };
 }
 
-/** The seed's objects with an OperatorConfiguration that selects the matcher form (the fixture has none of its own). */
+/** The seed's objects with an OperatorConfiguration holding only `settings` (the fixture has none of its own). */
+export function withOperatorSettings(objects: readonly JsonObject[], settings: { readonly combinedForm: CombinedFormName; readonly ecdsBuckets?: number }): JsonObject[] {
+  return [...objects.filter((o) => o['kind'] !== 'OperatorConfiguration'), { apiVersion: 'acl.gardener.cloud/v1alpha1', kind: 'OperatorConfiguration', ...settings }];
+}
+
+/** The seed's objects with an OperatorConfiguration that selects the matcher form. */
 export function withMatcherForm(objects: readonly JsonObject[]): JsonObject[] {
-  return [...objects.filter((o) => o['kind'] !== 'OperatorConfiguration'), { apiVersion: 'acl.gardener.cloud/v1alpha1', kind: 'OperatorConfiguration', combinedForm: 'matcher' }];
+  return withOperatorSettings(objects, { combinedForm: 'matcher' });
+}
+
+/** The seed's objects with `technicalID`'s ACL replaced. */
+export function withRule(objects: readonly JsonObject[], technicalID: string, rule: Record<string, unknown>): JsonObject[] {
+  return objects.map((object) => {
+    const metadata = isJsonObject(object['metadata']) ? object['metadata'] : {};
+    if (object['kind'] !== 'Extension' || metadata['namespace'] !== technicalID) return object;
+    const copy = structuredClone(object) as { spec: { providerConfig: { rule: Record<string, unknown> } } };
+    copy.spec.providerConfig.rule = rule;
+    return copy as unknown as JsonObject;
+  });
+}
+
+/** What Istio reads for the seed with the operator's `combinedForm: ecds` in `buckets` buckets: exactly what the product writes. */
+export function istioInputWithEcds(gardenerObjects: readonly JsonObject[], buckets: number): JsonObject[] {
+  const objects = withOperatorSettings(gardenerObjects, { combinedForm: 'ecds', ecdsBuckets: buckets });
+  return istioInputObjects(objects, generateForSeed(objects));
 }

@@ -11,8 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
 import { HEADER_TO_METADATA_TYPE, ROUTABLE_DESTINATION } from '../../src/rbac/connect-matcher.js';
 import { HTTP_RBAC_TYPE } from '../../src/rbac/envoy-rbac-types.js';
-import { getObject, getObjectList, getString, isJsonObject, type JsonObject } from '../envoy/json.js';
+import { getObject, getObjectList, getString, type JsonObject } from '../envoy/json.js';
 import { connectCases, connectExpected, connectMismatches } from '../support/conformance-matrix.js';
+import { dumpedListeners, listenerHttpFilters, matcherMapKeys } from './envoy-config-dump.js';
 import { ERAS, ERA_NAMES } from './eras.js';
 import { fixtureOracle } from './fixture-oracle.js';
 import { renderGatewayWithIstio } from './istio-render.js';
@@ -24,37 +25,6 @@ const era = ERAS[ERA_NAMES[ERA_NAMES.length - 1]!];
 const HA_VPN_INDEX = 1;
 const ACL_SHOOTS = FIXTURE_SHOOTS.filter((s) => s.rule !== undefined).map((s) => s.id).sort();
 
-
-/** Every listener in an Envoy config dump, static or dynamic, as rendered JSON. */
-function dumpedListeners(dump: JsonObject): JsonObject[] {
-  const listeners: JsonObject[] = [];
-  for (const config of getObjectList(dump, 'configs')) {
-    for (const l of getObjectList(config, 'static_listeners')) {
-      const listener = getObject(l, 'listener');
-      if (listener) listeners.push(listener);
-    }
-    for (const l of getObjectList(config, 'dynamic_listeners')) {
-      const listener = getObject(getObject(l, 'active_state') ?? {}, 'listener');
-      if (listener) listeners.push(listener);
-    }
-  }
-  return listeners;
-}
-
-function listenerHttpFilters(listener: JsonObject): JsonObject[] {
-  return getObjectList(listener, 'filter_chains').flatMap((chain) =>
-    getObjectList(chain, 'filters')
-      .filter((f) => getString(f, 'name') === 'envoy.filters.network.http_connection_manager')
-      .flatMap((hcm) => getObjectList(getObject(hcm, 'typed_config') ?? {}, 'http_filters')),
-  );
-}
-
-function mapKeys(matcher: unknown): string[] {
-  if (!isJsonObject(matcher)) return [];
-  const lookup = getObject(getObject(matcher, 'on_no_match') ?? {}, 'matcher');
-  const map = getObject(getObject(getObject(lookup ?? {}, 'matcher_tree') ?? {}, 'exact_match_map') ?? {}, 'map');
-  return map === undefined ? [] : Object.keys(map).map((key) => key.replace(/^=/, ''));
-}
 
 describe(`the matcher form through Istio's rendering (Gardener ${era.name} seed)`, () => {
   const gateways = new Map<GatewayKey, IstioGateway>();
@@ -101,7 +71,7 @@ describe(`the matcher form through Istio's rendering (Gardener ${era.name} seed)
         // An RBAC filter with neither rules nor matcher enforces nothing.
         if (!('matcher' in config) && !('rules' in config)) problems.push(`${port}: ${getString(f, 'name')} has neither rules nor matcher`);
         if ('rules' in config) problems.push(`${port}: ${getString(f, 'name')} still has rules`);
-        for (const id of mapKeys(config['matcher'])) held.add(id);
+        for (const id of matcherMapKeys(config['matcher'])) held.add(id);
       }
       if ([...held].sort().join() !== ACL_SHOOTS.join()) problems.push(`${port}: matchers hold ${[...held].sort().join()}, want ${ACL_SHOOTS.join()}`);
     }

@@ -7,7 +7,7 @@ import { testSeed, type TestShoot } from '../support/test-seed.js';
 
 const shoot = (i: number, cidr = `203.0.${i}.0/24`): TestShoot => ({ id: `shoot--p--s${i}`, rule: { action: 'ALLOW', type: 'remote_ip', cidrs: [cidr] } });
 const objectsFor = (shoots: readonly TestShoot[], buckets = 8, maxObjectBytes?: number) =>
-  buildEcdsConnectObjects(testSeed(shoots, { operator: { combinedForm: 'matcher', ...(maxObjectBytes ? { maxObjectBytes } : {}) } }).seed, buckets);
+  buildEcdsConnectObjects(testSeed(shoots, { operator: { combinedForm: 'ecds', ...(maxObjectBytes ? { maxObjectBytes } : {}) } }).seed, buckets);
 const byName = (objects: ReturnType<typeof objectsFor>) => new Map(objects.map((o) => [o.metadata.name, JSON.stringify(o)]));
 
 describe('ECDS delivery objects', () => {
@@ -31,7 +31,7 @@ describe('ECDS delivery objects', () => {
   });
 
   it('a bucket count that is not a whole number of at least 1 is refused (jump hashing into 0 buckets would drop every shoot)', () => {
-    for (const buckets of [0, -1, 1.5, Number.NaN]) expect(() => objectsFor([shoot(1)], buckets)).toThrow(/^ECDS bucket count .*: must be a whole number of at least 1$/);
+    for (const buckets of [0, -1, 1.5, Number.NaN]) expect(() => objectsFor([shoot(1)], buckets)).toThrow(/^bucket count .*: must be a whole number of at least 1$/);
   });
 
   it('resources are named by bucket and header', () => {
@@ -40,8 +40,15 @@ describe('ECDS delivery objects', () => {
     expect(names).toContain('gardener-acl-connect-b000-reversed-vpn');
   });
 
-  it('a bucket over the size budget is an error that names the fix', () => {
+  it('a shoot that does not fit its bucket is an error that names the shoot, the bucket and the fix', () => {
     const big = Array.from({ length: 60 }, (_, i) => shoot(i));
-    expect(() => objectsFor(big, 1, 16 * 1024)).toThrow(/^ECDS bucket 0 needs \d+ bytes, more than the 12288 one object may hold; raise the bucket count or maxObjectBytes$/);
+    expect(() => objectsFor(big, 1, 16 * 1024)).toThrow(
+      /^shoot--p--s\d+ needs \d+ bytes in ECDS bucket 0 of 1, which other shoots fill up to the 12288 bytes one object may hold; raise ecdsBuckets or maxObjectBytes in the OperatorConfiguration$/,
+    );
+  });
+
+  it('the bucket count defaults to the OperatorConfiguration ecdsBuckets', () => {
+    const seed = testSeed([shoot(1)], { operator: { combinedForm: 'ecds', ecdsBuckets: 3 } }).seed;
+    expect(buildEcdsConnectObjects(seed).filter((o) => o.metadata.name.startsWith('acl-connect-ecds-b'))).toHaveLength(3);
   });
 });

@@ -12,6 +12,7 @@
 // Usage:
 //
 //	istio-render [flags] [FILE ...]      (no FILE or "-": read stdin)
+//	istio-render serve [flags] FILE ...  (Istio's xDS server on loopback; see serve.go)
 //
 // Output (stdout): one JSON object
 //
@@ -252,16 +253,69 @@ func marshalAll[T proto.Message](mo protojson.MarshalOptions, items []T) ([]json
 	return out, nil
 }
 
+// proxyFlags are the flags both modes take: the gateway proxy and its mesh.
+type proxyFlags struct {
+	labels, namespace, podIP, proxyID, proxyVersion, clusterID, meshFile *string
+}
+
+func addProxyFlags(fs *flag.FlagSet) proxyFlags {
+	return proxyFlags{
+		labels:       fs.String("labels", "app=istio-ingressgateway,istio=ingressgateway", "gateway proxy labels, k=v,k=v"),
+		namespace:    fs.String("namespace", "istio-ingress", "gateway proxy namespace"),
+		podIP:        fs.String("ip", "10.0.0.10", "gateway proxy (pod) IP (an identity only; nothing connects to it)"),
+		proxyID:      fs.String("id", "", "proxy ID (default istio-ingressgateway-render.<namespace>)"),
+		proxyVersion: fs.String("proxy-version", "1.30.3", "Istio version the proxy claims (matters for version-gated features and EnvoyFilter match.proxy.proxyVersion)"),
+		clusterID:    fs.String("cluster-id", "Kubernetes", "cluster ID of the Kubernetes registry and the proxy"),
+		meshFile:     fs.String("mesh-config", "", "optional MeshConfig YAML (defaults applied on top)"),
+	}
+}
+
+// id is the proxy ID: -id, or istio-ingressgateway-render.<namespace>.
+func (p proxyFlags) id() string {
+	if *p.proxyID != "" {
+		return *p.proxyID
+	}
+	return "istio-ingressgateway-render." + *p.namespace
+}
+
+// configureLogs sends Istio's logs to stderr at the given level (Istio logs to
+// stdout by default; stdout is kept for the JSON output).
+func configureLogs(level string) error {
+	lo := istiolog.DefaultOptions()
+	lo.OutputPaths = []string{"stderr"}
+	lo.ErrorOutputPaths = []string{"stderr"}
+	lo.SetDefaultOutputLevel(istiolog.DefaultScopeName, istiolog.StringToLevel(level))
+	for _, s := range istiolog.Scopes() {
+		s.SetOutputLevel(istiolog.StringToLevel(level))
+	}
+	return istiolog.Configure(lo)
+}
+
+// loadMeshConfig reads a MeshConfig YAML with Istio's defaults applied, or
+// returns the default MeshConfig when path is empty.
+func loadMeshConfig(path string) (*meshconfig.MeshConfig, error) {
+	if path == "" {
+		return mesh.DefaultMeshConfig(), nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := mesh.ApplyMeshConfigDefaults(string(b))
+	if err != nil {
+		return nil, fmt.Errorf("mesh config: %w", err)
+	}
+	return m, nil
+}
+
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "serve" {
+		serveMain(os.Args[2:])
+		return
+	}
 	var (
-		labelsFlag   = flag.String("labels", "app=istio-ingressgateway,istio=ingressgateway", "gateway proxy labels, k=v,k=v")
-		namespace    = flag.String("namespace", "istio-ingress", "gateway proxy namespace")
-		podIP        = flag.String("ip", "10.0.0.10", "gateway proxy (pod) IP")
-		proxyID      = flag.String("id", "", "proxy ID (default istio-ingressgateway-render.<namespace>)")
-		proxyVersion = flag.String("proxy-version", "1.30.3", "Istio version the proxy claims (matters for version-gated features and EnvoyFilter match.proxy.proxyVersion)")
-		clusterID    = flag.String("cluster-id", "Kubernetes", "cluster ID of the Kubernetes registry and the proxy")
+		pf           = addProxyFlags(flag.CommandLine)
 		domainSuffix = flag.String("domain-suffix", "cluster.local", "Kubernetes DNS domain suffix")
-		meshFile     = flag.String("mesh-config", "", "optional MeshConfig YAML (defaults applied on top)")
 		resources    = flag.String("resources", "listeners,routes,clusters", "which resources to print")
 		pretty       = flag.Bool("pretty", false, "indent the JSON output")
 		outFile      = flag.String("o", "", "write output to this file instead of stdout")
@@ -270,7 +324,7 @@ func main() {
 		showVersion  = flag.Bool("version", false, "print the istio.io/istio module version and exit")
 	)
 	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: istio-render [flags] [FILE ...]   (no FILE or \"-\": stdin)\n")
+		fmt.Fprintf(os.Stderr, "usage: istio-render [flags] [FILE ...]   (no FILE or \"-\": stdin)\n       istio-render serve -h             (xDS server mode)\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -279,20 +333,12 @@ func main() {
 		return
 	}
 
-	// Istio logs to stdout by default; keep stdout for the JSON.
-	lo := istiolog.DefaultOptions()
-	lo.OutputPaths = []string{"stderr"}
-	lo.ErrorOutputPaths = []string{"stderr"}
-	lo.SetDefaultOutputLevel(istiolog.DefaultScopeName, istiolog.StringToLevel(*logLevel))
-	for _, s := range istiolog.Scopes() {
-		s.SetOutputLevel(istiolog.StringToLevel(*logLevel))
-	}
-	if err := istiolog.Configure(lo); err != nil {
+	if err := configureLogs(*logLevel); err != nil {
 		fmt.Fprintln(os.Stderr, "istio-render: configuring logs:", err)
 		os.Exit(2)
 	}
 
-	lbls, err := parseLabels(*labelsFlag)
+	lbls, err := parseLabels(*pf.labels)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "istio-render:", err)
 		os.Exit(2)
@@ -320,23 +366,14 @@ func main() {
 		os.Exit(2)
 	}
 
-	var m *meshconfig.MeshConfig
-	if *meshFile != "" {
-		b, err := os.ReadFile(*meshFile)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "istio-render:", err)
-			os.Exit(2)
-		}
-		if m, err = mesh.ApplyMeshConfigDefaults(string(b)); err != nil {
-			fmt.Fprintln(os.Stderr, "istio-render: mesh config:", err)
-			os.Exit(2)
-		}
-	} else {
-		m = mesh.DefaultMeshConfig()
+	m, err := loadMeshConfig(*pf.meshFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "istio-render:", err)
+		os.Exit(2)
 	}
 
 	t := &failer{verbose: *verbose}
-	cid := cluster.ID(*clusterID)
+	cid := cluster.ID(*pf.clusterID)
 
 	// Istio's Kubernetes service registry, fed by a fake clientset holding the
 	// Kubernetes objects from the input (as pilot/test/xds does).
@@ -356,21 +393,18 @@ func main() {
 		ServiceRegistries: []serviceregistry.Instance{kubeRegistry},
 	})
 
-	id := *proxyID
-	if id == "" {
-		id = "istio-ingressgateway-render." + *namespace
-	}
+	id := pf.id()
 	proxy := cg.SetupProxy(&model.Proxy{
 		Type:            model.Router,
 		ID:              id,
-		ConfigNamespace: *namespace,
+		ConfigNamespace: *pf.namespace,
 		Labels:          lbls,
-		IPAddresses:     []string{*podIP},
+		IPAddresses:     []string{*pf.podIP},
 		Metadata: &model.NodeMetadata{
-			Namespace:    *namespace,
+			Namespace:    *pf.namespace,
 			Labels:       lbls,
 			ClusterID:    cid,
-			IstioVersion: *proxyVersion,
+			IstioVersion: *pf.proxyVersion,
 		},
 	})
 

@@ -1,0 +1,535 @@
+// istio-render serve: Istio's own xDS discovery server (pilot/pkg/xds, run
+// through istio.io/istio/pilot/test/xds.NewFakeDiscoveryServer) on a loopback
+// port, serving one ingress gateway proxy the objects given as files, so that a
+// real Envoy can take its listeners, routes, clusters and ECDS resources over
+// delta ADS exactly as from istiod: push, debounce, delta xDS and the ECDS
+// generator are Istio's code, unchanged.
+//
+// Usage:
+//
+//	istio-render serve [flags] FILE ...
+//
+// FILEs hold the Kubernetes and Istio objects (multi-document YAML or JSON, as
+// for the render mode). stdin is the update channel, so "-" is not accepted.
+//
+// Protocol (one JSON object per line):
+//
+//	stdout, once ready:  {"xds":"127.0.0.1:PORT","node":{...}}
+//	    xds:  the gRPC ADS address (plaintext, loopback only);
+//	    node: the Envoy bootstrap `node` for the proxy the flags describe
+//	          (-labels, -namespace, -ip, -id, -proxy-version, -cluster-id, as
+//	          in the render mode): Istio reads the proxy from the node.
+//	stdin:  {"config":"<multi-document YAML of EnvoyFilters>"}
+//	    The config store's EnvoyFilters are now exactly these: new ones are
+//	    created, changed ones (spec, labels or annotations) updated, missing
+//	    ones deleted, unchanged ones left alone, all in Istio's config store,
+//	    so Istio's own event handlers trigger (and debounce) the push.
+//	stdout: {"applied":N}   N = creates + updates + deletes
+//	        {"error":"...","applied":N}  the update was refused (N = 0 when
+//	          it did not parse or held other kinds: the store is unchanged)
+//
+// The server exits when stdin is closed.
+//
+// What a stock Envoy on loopback cannot take from istiod is changed on the
+// way out, by wrapping the LDS and CDS generators (the same changes as
+// test/istio/istio-bootstrap.ts makes to a static render; every resource is
+// Istio's output otherwise):
+//
+//   - listeners: bound to 127.0.0.1:0 and [::1]:0 (kernel-chosen ports; the
+//     names stay), listeners on a pipe address dropped, the Istio-only filters
+//     (istio.metadata_exchange, istio.alpn, istio.stats) dropped, SDS secrets
+//     of gateway credentials lose their config source (Envoy then uses the
+//     bootstrap's static secret of the same name), file access logs to
+//     /dev/stdout written by the stdout access logger;
+//   - clusters: every cluster with endpoints (EDS, pipe, DNS, IP) becomes a
+//     STATIC cluster with the one endpoint 127.0.0.1:<port> from the
+//     -upstreams map {"<cluster name>": port}; a cluster not in the map is
+//     dropped (one stderr line); clusters lose their filters and upstream
+//     transport sockets; ORIGINAL_DST clusters are dropped. No cluster sent
+//     points anywhere but loopback.
+//
+// Routes (RDS) and ECDS resources are sent as Istio generated them.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"istio.io/istio/pilot/pkg/config/kube/crd"
+	"istio.io/istio/pilot/pkg/model"
+	v3 "istio.io/istio/pilot/pkg/xds/v3"
+	xdsfake "istio.io/istio/pilot/test/xds"
+	"istio.io/istio/pkg/cluster"
+	"istio.io/istio/pkg/config"
+	"istio.io/istio/pkg/config/schema/gvk"
+)
+
+// istioOnlyFilters are filters of Istio's own Envoy build (istio/proxy) that
+// upstream Envoy does not have.
+var istioOnlyFilters = map[string]bool{"istio.metadata_exchange": true, "istio.alpn": true, "istio.stats": true}
+
+// transformer post-processes Istio's listeners and clusters for a stock Envoy
+// on loopback. Safe for concurrent use (pushes to several connections).
+type transformer struct {
+	upstreams map[string]int
+	mu        sync.Mutex
+	reported  map[string]bool
+}
+
+// report writes a line to stderr once per distinct message.
+func (t *transformer) report(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.reported[msg] {
+		t.reported[msg] = true
+		fmt.Fprintln(os.Stderr, "istio-render serve:", msg)
+	}
+}
+
+func toJSONMap(m proto.Message) (map[string]any, error) {
+	b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var out map[string]any
+	return out, d.Decode(&out)
+}
+
+func fromJSONMap(obj map[string]any, m proto.Message) error {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	return protojson.Unmarshal(b, m)
+}
+
+func loopbackAddress(ip string) map[string]any {
+	return map[string]any{"socket_address": map[string]any{"address": ip, "port_value": 0}}
+}
+
+// walk rewrites, wherever they sit in a listener: Istio-only filters (dropped),
+// SDS secret configs (config source removed), /dev/stdout file access logs.
+func walk(node any) any {
+	switch v := node.(type) {
+	case []any:
+		out := v[:0]
+		for _, e := range v {
+			out = append(out, walk(e))
+		}
+		return out
+	case map[string]any:
+		for key, value := range v {
+			switch key {
+			case "filters", "http_filters":
+				if list, ok := value.([]any); ok {
+					kept := []any{}
+					for _, f := range list {
+						if fm, ok := f.(map[string]any); ok && istioOnlyFilters[fmt.Sprint(fm["name"])] {
+							continue
+						}
+						kept = append(kept, walk(f))
+					}
+					v[key] = kept
+					continue
+				}
+			case "tls_certificate_sds_secret_configs", "validation_context_sds_secret_config":
+				configs, ok := value.([]any)
+				if !ok {
+					configs = []any{value}
+				}
+				for _, c := range configs {
+					if cm, ok := c.(map[string]any); ok {
+						delete(cm, "sds_config")
+					}
+				}
+				continue
+			case "access_log":
+				if list, ok := value.([]any); ok {
+					for i, logger := range list {
+						list[i] = stdoutAccessLog(logger)
+					}
+					continue
+				}
+			}
+			v[key] = walk(value)
+		}
+		return v
+	}
+	return node
+}
+
+// stdoutAccessLog replaces a file access logger writing to /dev/stdout (which
+// cannot be opened on the socket the harness reads Envoy's stdout from) by
+// Envoy's stdout access logger with the same format.
+func stdoutAccessLog(logger any) any {
+	lm, ok := logger.(map[string]any)
+	if !ok || lm["name"] != "envoy.access_loggers.file" {
+		return logger
+	}
+	tc, _ := lm["typed_config"].(map[string]any)
+	if tc == nil || tc["path"] != "/dev/stdout" {
+		return logger
+	}
+	typed := map[string]any{"@type": "type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog"}
+	if format, ok := tc["log_format"]; ok {
+		typed["log_format"] = format
+	}
+	return map[string]any{"name": "envoy.access_loggers.stdout", "typed_config": typed}
+}
+
+func (t *transformer) listener(a *anypb.Any) (proto.Message, error) {
+	l := &listenerv3.Listener{}
+	if err := a.UnmarshalTo(l); err != nil {
+		return nil, err
+	}
+	if l.GetAddress().GetSocketAddress() == nil {
+		t.report("listener %s: dropped (not on a TCP socket address)", l.GetName())
+		return nil, nil
+	}
+	obj, err := toJSONMap(l)
+	if err != nil {
+		return nil, err
+	}
+	obj["address"] = loopbackAddress("127.0.0.1")
+	obj["additional_addresses"] = []any{map[string]any{"address": loopbackAddress("::1")}}
+	walk(obj)
+	out := &listenerv3.Listener{}
+	return out, fromJSONMap(obj, out)
+}
+
+func hasEndpoints(c *clusterv3.Cluster) bool {
+	for _, locality := range c.GetLoadAssignment().GetEndpoints() {
+		if len(locality.GetLbEndpoints()) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *transformer) cluster(a *anypb.Any) (proto.Message, error) {
+	c := &clusterv3.Cluster{}
+	if err := a.UnmarshalTo(c); err != nil {
+		return nil, err
+	}
+	// Istio's clusters come from a cache: c is a copy (unmarshalled from a).
+	c.Filters = nil
+	c.TransportSocket = nil
+	c.TransportSocketMatches = nil
+	switch {
+	case c.GetType() == clusterv3.Cluster_ORIGINAL_DST:
+		t.report("cluster %s: dropped (ORIGINAL_DST)", c.GetName())
+		return nil, nil
+	case c.GetType() == clusterv3.Cluster_STATIC && !hasEndpoints(c):
+		return c, nil // e.g. BlackHoleCluster
+	}
+	port, ok := t.upstreams[c.GetName()]
+	if !ok {
+		t.report("cluster %s: dropped (no upstream in -upstreams)", c.GetName())
+		return nil, nil
+	}
+	c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC}
+	c.EdsClusterConfig = nil
+	c.LoadAssignment = &endpointv3.ClusterLoadAssignment{
+		ClusterName: c.GetName(),
+		Endpoints: []*endpointv3.LocalityLbEndpoints{{LbEndpoints: []*endpointv3.LbEndpoint{{
+			HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{Address: &corev3.Address{
+				Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+					Address: "127.0.0.1", PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: uint32(port)},
+				}},
+			}}},
+		}}}},
+	}
+	return c, nil
+}
+
+// transform applies fn to every resource; fn returning nil drops the resource.
+// New Resource values are built: Istio may cache the ones it generated.
+func transform(res model.Resources, fn func(*anypb.Any) (proto.Message, error)) (model.Resources, error) {
+	if res == nil {
+		return nil, nil
+	}
+	out := make(model.Resources, 0, len(res))
+	for _, r := range res {
+		m, err := fn(r.GetResource())
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "istio-render serve: transforming %s: %v\n", r.GetName(), err)
+			return nil, fmt.Errorf("transforming %s: %w", r.GetName(), err)
+		}
+		if m == nil {
+			continue
+		}
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &discovery.Resource{
+			Name: r.GetName(), Version: r.GetVersion(), Aliases: r.GetAliases(), Ttl: r.GetTtl(),
+			CacheControl: r.GetCacheControl(), Metadata: r.GetMetadata(),
+			Resource: &anypb.Any{TypeUrl: r.GetResource().GetTypeUrl(), Value: b},
+		})
+	}
+	return out, nil
+}
+
+// wrapped is an Istio generator whose output goes through fn.
+type wrapped struct {
+	inner model.XdsResourceGenerator
+	fn    func(*anypb.Any) (proto.Message, error)
+}
+
+func (w wrapped) Generate(p *model.Proxy, wr *model.WatchedResource, req *model.PushRequest) (model.Resources, model.XdsLogDetails, error) {
+	res, logs, err := w.inner.Generate(p, wr, req)
+	if err != nil {
+		return nil, logs, err
+	}
+	res, err = transform(res, w.fn)
+	return res, logs, err
+}
+
+// wrappedDelta keeps the delta interface of generators that have it (CDS), so
+// the server still takes their delta path.
+type wrappedDelta struct {
+	wrapped
+	delta model.XdsDeltaResourceGenerator
+}
+
+func (w wrappedDelta) GenerateDeltas(p *model.Proxy, req *model.PushRequest, wr *model.WatchedResource) (model.Resources, model.DeletedResources, model.XdsLogDetails, bool, error) {
+	res, deleted, logs, usedDelta, err := w.delta.GenerateDeltas(p, req, wr)
+	if err != nil {
+		return nil, nil, logs, usedDelta, err
+	}
+	res, err = transform(res, w.fn)
+	return res, deleted, logs, usedDelta, err
+}
+
+func wrap(g model.XdsResourceGenerator, fn func(*anypb.Any) (proto.Message, error)) model.XdsResourceGenerator {
+	w := wrapped{inner: g, fn: fn}
+	if d, ok := g.(model.XdsDeltaResourceGenerator); ok {
+		return wrappedDelta{wrapped: w, delta: d}
+	}
+	return w
+}
+
+func readUpstreams(path string) (map[string]int, error) {
+	upstreams := map[string]int{}
+	if path == "" {
+		return upstreams, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, &upstreams); err != nil {
+		return nil, fmt.Errorf("-upstreams %s: %w", path, err)
+	}
+	for name, port := range upstreams {
+		if port < 1 || port > 65535 {
+			return nil, fmt.Errorf("-upstreams %s: cluster %s: bad port %d", path, name, port)
+		}
+	}
+	return upstreams, nil
+}
+
+func sameEnvoyFilter(a, b *config.Config) bool {
+	return maps.Equal(a.Labels, b.Labels) && maps.Equal(a.Annotations, b.Annotations) &&
+		proto.Equal(a.Spec.(proto.Message), b.Spec.(proto.Message))
+}
+
+// replaceEnvoyFilters makes the store's EnvoyFilters exactly those in yamlText.
+// Everything is parsed and checked before the store is touched.
+func replaceEnvoyFilters(store model.ConfigStoreController, yamlText string) (int, error) {
+	configs, _, err := crd.ParseInputs(yamlText)
+	if err != nil {
+		return 0, err
+	}
+	want := map[string]config.Config{}
+	now := time.Now()
+	for _, c := range configs {
+		if c.GroupVersionKind != gvk.EnvoyFilter {
+			return 0, fmt.Errorf("%s %s/%s: only EnvoyFilters can be replaced", c.GroupVersionKind.Kind, c.Namespace, c.Name)
+		}
+		if c.Namespace == "" {
+			c.Namespace = "default"
+		}
+		if _, ok := c.Spec.(proto.Message); !ok {
+			return 0, fmt.Errorf("EnvoyFilter %s/%s: spec is no proto message", c.Namespace, c.Name)
+		}
+		want[c.Namespace+"/"+c.Name] = c
+	}
+	applied := 0
+	for _, c := range want {
+		existing := store.Get(gvk.EnvoyFilter, c.Name, c.Namespace)
+		if existing == nil {
+			if c.CreationTimestamp.IsZero() {
+				c.CreationTimestamp = now
+			}
+			if _, err := store.Create(c); err != nil {
+				return applied, fmt.Errorf("creating %s/%s: %w", c.Namespace, c.Name, err)
+			}
+			applied++
+			continue
+		}
+		if sameEnvoyFilter(existing, &c) {
+			continue
+		}
+		if c.CreationTimestamp.IsZero() {
+			c.CreationTimestamp = existing.CreationTimestamp
+		}
+		c.ResourceVersion = ""
+		if _, err := store.Update(c); err != nil {
+			return applied, fmt.Errorf("updating %s/%s: %w", c.Namespace, c.Name, err)
+		}
+		applied++
+	}
+	for _, c := range store.List(gvk.EnvoyFilter, model.NamespaceAll) {
+		if _, ok := want[c.Namespace+"/"+c.Name]; ok {
+			continue
+		}
+		if err := store.Delete(gvk.EnvoyFilter, c.Name, c.Namespace, nil); err != nil {
+			return applied, fmt.Errorf("deleting %s/%s: %w", c.Namespace, c.Name, err)
+		}
+		applied++
+	}
+	return applied, nil
+}
+
+func writeLine(w io.Writer, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	if _, err := w.Write(append(b, '\n')); err != nil {
+		os.Exit(1) // the reader is gone
+	}
+}
+
+func serveMain(args []string) {
+	fs := flag.NewFlagSet("istio-render serve", flag.ExitOnError)
+	var (
+		pf            = addProxyFlags(fs)
+		upstreamsFile = fs.String("upstreams", "", "JSON file {\"<cluster name>\": <loopback port>}: where each cluster's STATIC endpoint points")
+		debounce      = fs.Duration("debounce", 100*time.Millisecond, "quiet period before a push (istiod's PILOT_DEBOUNCE_AFTER default is 100ms)")
+		logLevel      = fs.String("log-level", "error", "Istio log level (none, error, warn, info, debug)")
+		verbose       = fs.Bool("v", false, "print harness log lines to stderr")
+	)
+	fs.Usage = func() {
+		fmt.Fprintf(os.Stderr, "usage: istio-render serve [flags] FILE ...\n")
+		fs.PrintDefaults()
+	}
+	_ = fs.Parse(args)
+	fail := func(err error) {
+		fmt.Fprintln(os.Stderr, "istio-render serve:", err)
+		os.Exit(2)
+	}
+	if fs.NArg() == 0 || slices.Contains(fs.Args(), "-") {
+		fail(errors.New("give the objects as files; stdin carries the updates"))
+	}
+	if err := configureLogs(*logLevel); err != nil {
+		fail(err)
+	}
+	lbls, err := parseLabels(*pf.labels)
+	if err != nil {
+		fail(err)
+	}
+	upstreams, err := readUpstreams(*upstreamsFile)
+	if err != nil {
+		fail(err)
+	}
+	data, err := readInputs(fs.Args())
+	if err != nil {
+		fail(err)
+	}
+	kubeObjs, istioYAML, err := splitInputs(data)
+	if err != nil {
+		fail(err)
+	}
+	m, err := loadMeshConfig(*pf.meshFile)
+	if err != nil {
+		fail(err)
+	}
+
+	fake := xdsfake.NewFakeDiscoveryServer(&failer{verbose: *verbose}, xdsfake.FakeOptions{
+		DefaultClusterName:         cluster.ID(*pf.clusterID),
+		KubernetesObjects:          kubeObjs,
+		ConfigString:               istioYAML,
+		MeshConfig:                 m,
+		ListenerBuilder:            func() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") },
+		DebounceTime:               *debounce,
+		DisableSecretAuthorization: true,
+	})
+	// No proxy is connected yet: nobody reads the generators concurrently.
+	t := &transformer{upstreams: upstreams, reported: map[string]bool{}}
+	gens := fake.Discovery.Generators
+	gens[v3.ListenerType] = wrap(gens[v3.ListenerType], t.listener)
+	gens[v3.ClusterType] = wrap(gens[v3.ClusterType], t.cluster)
+
+	id := pf.id()
+	labelValues := map[string]any{}
+	for k, v := range lbls {
+		labelValues[k] = v
+	}
+	node := map[string]any{
+		"id":      fmt.Sprintf("router~%s~%s~%s.svc.cluster.local", *pf.podIP, id, *pf.namespace),
+		"cluster": "istio-ingressgateway." + *pf.namespace,
+		"metadata": map[string]any{
+			"NAMESPACE": *pf.namespace, "LABELS": labelValues, "ISTIO_VERSION": *pf.proxyVersion,
+			"CLUSTER_ID": *pf.clusterID, "INSTANCE_IPS": *pf.podIP, "NAME": strings.SplitN(id, ".", 2)[0],
+		},
+	}
+	out := bufio.NewWriter(os.Stdout)
+	flush := func(v any) {
+		writeLine(out, v)
+		_ = out.Flush()
+	}
+	flush(map[string]any{"xds": fake.Listener.Addr().String(), "node": node})
+
+	in := bufio.NewReader(os.Stdin)
+	for {
+		line, err := in.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			var u struct {
+				Config *string `json:"config"`
+			}
+			switch decodeErr := json.Unmarshal(line, &u); {
+			case decodeErr != nil:
+				flush(map[string]any{"error": "bad update line: " + decodeErr.Error()})
+			case u.Config == nil:
+				flush(map[string]any{"error": "update line without \"config\""})
+			default:
+				if n, err := replaceEnvoyFilters(fake.Store(), *u.Config); err != nil {
+					flush(map[string]any{"error": err.Error(), "applied": n})
+				} else {
+					flush(map[string]any{"applied": n})
+				}
+			}
+		}
+		if err != nil {
+			// stdin closed (or broken): the harness is gone. Skip the cleanups, as the render mode does.
+			os.Exit(0)
+		}
+	}
+}
