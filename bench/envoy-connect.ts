@@ -18,6 +18,7 @@ import { allEnvoyFilters, buildSeedEnvoyFilters, type AnyGeneratedEnvoyFilter } 
 import { EcdsFiles, ecdsReloads } from '../test/envoy/ecds-files.js';
 import { testSeed, type TestShoot } from '../test/support/test-seed.js';
 import { httpConnect, proxyV2From } from '../test/envoy/clients.js';
+import { HeldConnection, connectRequestBytes } from '../test/envoy/held-connection.js';
 import { ENVOY_VERSION } from '../test/envoy/envoy-binary.js';
 import type { BoundAddress, EnvoyInstance } from '../test/envoy/envoy-process.js';
 import { HEADER_GARDENER_DESTINATION, GARDENER_PORT, istioClusterName } from '../test/envoy/gardener-shapes.js';
@@ -82,6 +83,11 @@ function admittedClient(): string {
   return lastIpv4.replace(/\.0\/24$/, '.9');
 }
 const ADMITTED_CLIENT = admittedClient();
+/** The harness's Envoy drains replaced filter chains for 1 s (--drain-time-s 1); tunnels are counted after this. */
+const PAST_DRAIN_MS = 3_000;
+/** A second ACL shoot (index 1 of benchShoots) and a client inside its first range. */
+const OTHER_ACL = 'shoot--p0--s1';
+const OTHER_ACL_CLIENT = shootCidrs(1)[0]!.replace(/\.0\/24$/, '.9');
 
 interface ShapeConfig {
   /** EnvoyFilters the gateway's listeners get (placed as Istio would). */
@@ -237,8 +243,30 @@ interface ConfigurationResult {
   placementMs: number;
   loadMs: number;
   changeMs: number;
+  /** Tunnels to other shoots held across the target's ACL change, and how many of them Envoy closed. */
+  othersHeld: number;
+  othersClosed: number;
   memory: { allocated: number; heap: number };
   rows: Map<RequestKind, Latencies>;
+}
+
+/** Open tunnels to shoots other than the target (one without ACL, twice, and another ACL shoot), each checked to carry data. */
+async function holdOtherTunnels(gateway: LiveGateway, aclShoots: number): Promise<HeldConnection[]> {
+  const endpoint = await gateway.endpoint(PORT);
+  const wanted = [
+    { shoot: OPEN, client: ADMITTED_CLIENT },
+    { shoot: OPEN, client: OTHER_ACL_CLIENT },
+    ...(aclShoots > 1 ? [{ shoot: OTHER_ACL, client: OTHER_ACL_CLIENT }] : []),
+  ];
+  return Promise.all(
+    wanted.map(async ({ shoot, client }, i) => {
+      const label = `tunnel ${i} to ${shoot}`;
+      const tunnel = await HeldConnection.open(label, endpoint, connectRequestBytes(client, istioClusterName.kubeApiserver(shoot), HEADER_GARDENER_DESTINATION));
+      const status = await tunnel.connectStatus();
+      if (!status.includes(' 200 ') || (await tunnel.identity())?.cluster !== istioClusterName.kubeApiserver(shoot)) throw new Error(`${label}: ${status}`);
+      return tunnel;
+    }),
+  );
 }
 
 function timedPlacement(gateway: LiveGateway, filters: readonly unknown[]): { placement: PlacementResult; ms: number } {
@@ -266,7 +294,7 @@ async function measureConfiguration(shape: Shape, aclShoots: number): Promise<Co
   const shoots = benchShoots(aclShoots);
   const { envoyFilters, ecdsResources } = filtersOf(shape, shoots);
   const files = shape === 'ecds' ? await EcdsFiles.create() : undefined;
-  const gatewayShoots = [TARGET, OPEN].map((id) => ({ technicalID: id, sniChains: [[`api.${id}.example.com`]] }));
+  const gatewayShoots = [TARGET, OPEN, ...(aclShoots > 1 ? [OTHER_ACL] : [])].map((id) => ({ technicalID: id, sniChains: [[`api.${id}.example.com`]] }));
   // Start without filters and hand them over through LDS, so Envoy's load time is measured apart
   // from the harness's placement (which is not Istio and not what a seed would spend).
   const gateway = await startLiveGateway({ era: 'v1.139-v1.147', shoots: gatewayShoots, listenersViaFile: true });
@@ -278,11 +306,15 @@ async function measureConfiguration(shape: Shape, aclShoots: number): Promise<Co
       ['shoot without ACL', await measureRow(gateway, OPEN)],
     ]);
     const memory = await patiently(() => envoyMemory(gateway.envoy));
+    const held = aclShoots > 0 ? await holdOtherTunnels(gateway, aclShoots) : [];
     const changed = filtersOf(shape, changedShoots(shoots));
     // ECDS: the listeners stay as they are (their part does not depend on the shoots); only changed resources are sent.
     const changeMs = files
       ? await timedEcdsChange(gateway.envoy, files, ecdsResources, changed.ecdsResources)
       : await timedListenerLoad(gateway.envoy, timedPlacement(gateway, changed.envoyFilters).placement);
+    await new Promise((resolve) => setTimeout(resolve, held.length > 0 ? PAST_DRAIN_MS : 0));
+    const othersClosed = (await Promise.all(held.map(async (t) => !(await t.echoes())))).filter(Boolean).length;
+    for (const t of held) t.destroy();
     return {
       shape,
       aclShoots,
@@ -291,6 +323,8 @@ async function measureConfiguration(shape: Shape, aclShoots: number): Promise<Co
       placementMs: initial.ms,
       loadMs,
       changeMs,
+      othersHeld: held.length,
+      othersClosed,
       memory,
       rows,
     };
@@ -331,11 +365,11 @@ function latencyTable(results: readonly ConfigurationResult[]): string[] {
 function configurationTable(results: readonly ConfigurationResult[]): string[] {
   const mib = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(1)}`.padStart(9);
   const seconds = (milliseconds: number): string => (milliseconds / 1000).toFixed(2).padStart(8);
-  const lines = [`shoots  shape      EnvoyFilters  filters/request      allocated MiB  heap MiB  load (s)  ACL change (s)  harness placement (s)`];
+  const lines = [`shoots  shape      EnvoyFilters  filters/request      allocated MiB  heap MiB  load (s)  ACL change (s)  other shoots' tunnels closed  harness placement (s)`];
   for (const r of results) {
     lines.push(
       `${String(r.aclShoots).padStart(6)}  ${r.shape.padEnd(9)}  ${String(r.envoyFilters).padStart(12)}  ${String(r.rbacFilters).padStart(20)}  ` +
-        `${mib(r.memory.allocated)}    ${mib(r.memory.heap)} ${seconds(r.loadMs)}  ${seconds(r.changeMs)}        ${seconds(r.placementMs)}`,
+        `${mib(r.memory.allocated)}    ${mib(r.memory.heap)} ${seconds(r.loadMs)}  ${seconds(r.changeMs)}  ${(r.othersHeld > 0 ? `${r.othersClosed} of ${r.othersHeld}` : '-').padStart(28)}        ${seconds(r.placementMs)}`,
     );
   }
   return lines;
@@ -358,7 +392,8 @@ console.log(`Each ACL shoot: ALLOW, ${CIDRS_PER_SHOOT} CIDRs (2 IPv6), 4 always-
 for (const line of latencyTable(results)) console.log(line);
 console.log('\nConfiguration cost. load: the filters handed to a running Envoy through file-based LDS, from writing the file');
 console.log('until Envoy accepted and warmed the listeners (20-50 ms polling); ACL change: the same for one added CIDR of the');
-console.log('target shoot (no change with 0 shoots); memory: Envoy /memory after the requests; harness placement: the test');
-console.log("approximation of Istio's patching, not a seed's cost.\n");
+console.log('target shoot (no change with 0 shoots); other shoots\' tunnels closed: tunnels to the shoot without ACL and to');
+console.log(`${OTHER_ACL}, open across that change, that no longer carry data ${PAST_DRAIN_MS / 1000} s after it (drain time 1 s);`);
+console.log("memory: Envoy /memory after the requests; harness placement: the test approximation of Istio's patching, not a seed's cost.\n");
 for (const line of configurationTable(results)) console.log(line);
 console.log(`\nbench took ${((performance.now() - benchStart) / 1000).toFixed(0)} s`);

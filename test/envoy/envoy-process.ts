@@ -36,6 +36,8 @@ export interface StartEnvoyOptions {
   /** Envoy's `--drain-time-s`: how long replaced listeners/filter chains keep old connections. */
   drainTimeSeconds?: number;
   startTimeoutMs?: number;
+  /** false: resolve once the admin API answers, without waiting for LIVE and the listeners (for tests of a server that may never get there). */
+  awaitLive?: boolean;
   /** Which installed Envoy runs it (default: the version under test). */
   envoyVersion?: EnvoyVersion;
 }
@@ -215,7 +217,7 @@ class RunningEnvoy implements EnvoyInstance {
     }
   }
 
-  async waitUntilServing(adminAddressPath: string, expectedListeners: string[], timeoutMs: number): Promise<void> {
+  async waitUntilServing(adminAddressPath: string, expectedListeners: string[], timeoutMs: number, awaitLive = true): Promise<void> {
     this.expectedListeners = expectedListeners;
     const deadline = Date.now() + timeoutMs;
     const remaining = (): number => Math.max(0, deadline - Date.now());
@@ -226,6 +228,7 @@ class RunningEnvoy implements EnvoyInstance {
       return text === '' ? undefined : text;
     });
     this.adminUrl = `http://${adminAddress}`;
+    if (!awaitLive) return;
     await pollUntil('/ready to report LIVE', remaining(), async () => {
       this.failIfExited('initialising');
       const ready = await adminGet(`${this.adminUrl}/ready`).catch(() => undefined);
@@ -387,7 +390,7 @@ export async function startEnvoy(options: StartEnvoyOptions): Promise<EnvoyInsta
 
   const envoy = new RunningEnvoy(child, workDir, prepared.fileListeners === undefined ? undefined : ldsPath, log);
   try {
-    await envoy.waitUntilServing(adminAddressPath, prepared.expectedListeners, options.startTimeoutMs ?? 20_000);
+    await envoy.waitUntilServing(adminAddressPath, prepared.expectedListeners, options.startTimeoutMs ?? 20_000, options.awaitLive);
   } catch (error) {
     await envoy.stop();
     throw error;

@@ -40,6 +40,8 @@ export interface LiveAdsGatewayOptions {
   readonly envoyVersion?: EnvoyVersion;
   /** Envoy's `--drain-time-s` (default 1). */
   readonly drainTimeSeconds?: number;
+  /** false: do not wait for Envoy to be LIVE with its listeners (a test of a server that may never get there). */
+  readonly awaitLive?: boolean;
 }
 
 /** What IstioGateway offers (without file-based LDS), and Istio's config store to change. */
@@ -164,7 +166,7 @@ export async function startLiveAdsGateway(options: LiveAdsGatewayOptions): Promi
     serve = new ServeProcess(spawn(binary, ['serve', ...proxyArguments(options.proxy), '--upstreams', join(dir, 'upstreams.json'), join(dir, 'objects.yaml')], { stdio: ['pipe', 'pipe', 'pipe'] }));
     const ready = readySchema.parse(JSON.parse(await serve.nextLine('ready line', SERVE_READY_MS)));
     const bootstrap = xdsBootstrap(ready.node, parseAddress(ready.xds), await staticSecrets(plan.sdsSecretNames));
-    const envoy = await startEnvoy({ bootstrap, awaitListeners: [...listenersByPort.values()], drainTimeSeconds: options.drainTimeSeconds ?? 1, ...(options.envoyVersion ? { envoyVersion: options.envoyVersion } : {}) });
+    const envoy = await startEnvoy({ bootstrap, awaitListeners: [...listenersByPort.values()], drainTimeSeconds: options.drainTimeSeconds ?? 1, ...(options.awaitLive === false ? { awaitLive: false } : {}), ...(options.envoyVersion ? { envoyVersion: options.envoyVersion } : {}) });
     const running = serve;
     let replies = Promise.resolve(0);
     return {
