@@ -126,7 +126,12 @@ export const operatorConfigSchema = z
      * Capacity is about buckets × maxObjectBytes of shoot ACLs; a shoot whose bucket is full keeps
      * its stored protection and is reported.
      */
-    ecdsBuckets: z.number().int().min(1).max(MAX_ECDS_BUCKETS).default(DEFAULT_ECDS_BUCKETS),
+    ecdsBuckets: z
+      .number({ error: `must be a whole number from 1 to ${MAX_ECDS_BUCKETS}, such as ${DEFAULT_ECDS_BUCKETS}` })
+      .int({ error: `must be a whole number from 1 to ${MAX_ECDS_BUCKETS}, such as ${DEFAULT_ECDS_BUCKETS}` })
+      .min(1, { error: `must be at least 1: every listener names every bucket, and jump hashing into 0 buckets places no shoot` })
+      .max(MAX_ECDS_BUCKETS, { error: `must be at most ${MAX_ECDS_BUCKETS}: every bucket adds one HTTP filter per protected header to every CONNECT request; raise maxObjectBytes instead` })
+      .default(DEFAULT_ECDS_BUCKETS),
   })
   .transform((c) => ({
     ...c,

@@ -22,7 +22,7 @@ import {
   parseEcdsListenerObjectName,
   storedBucketCount,
 } from '../rbac/connect-matcher-ecds.js';
-import { indexedShards } from '../rbac/sharding.js';
+import { indexedShards, type StoredPlace } from '../rbac/sharding.js';
 import {
   extractedHeaders,
   extractionObject,
@@ -33,6 +33,7 @@ import {
   parseMatcherFilterName,
   shootAclLeaf,
   storedMatcherEntries,
+  targetHeader,
   type MatcherEntry,
   type OnMatch,
 } from '../rbac/connect-matcher.js';
@@ -53,6 +54,8 @@ export interface Placement {
   readonly unplaced: ReadonlyMap<string, string>;
   /** Buckets the ECDS listener parts name (may stay above the setting while a shoot would otherwise lose its bucket). */
   readonly buckets?: number;
+  /** Why a setting is not applied yet (logged). */
+  readonly held?: string;
 }
 
 /** The ECDS form's bucket objects serve every port: their shards are planned once, under this port. */
@@ -78,14 +81,16 @@ export interface CombinedForm extends CombinedFormReader {
   supporting(gateway: GatewayWorkload, port: number, placement: Placement): CombinedWrite[];
   /**
    * What a shard holds while stored supporting objects still expect more of it (ECDS: resources
-   * for headers a stored listener part still names); undefined when the final content can be written at once.
+   * for headers a stored listener part still names); the final content follows in a later sync,
+   * once none does. Undefined when the final content can be written now.
    */
   transitionalShard?(stored: readonly EnvoyFilterObject[], gateway: GatewayWorkload, shard: number, entries: ReadonlyMap<string, PolicyEntry<unknown>>): CombinedWrite | undefined;
   /**
-   * What a supporting object holds while shards of the stored and the wanted settings coexist
-   * (both written before the shards, `wanted` after them); undefined when `wanted` can be written first.
+   * What a supporting object holds while stored shards still need more of it than `wanted` gives
+   * (written before the shards; `wanted` follows in a later sync, once no stored shard needs
+   * more); undefined when `wanted` can be written now.
    */
-  transitionalSupport(stored: EnvoyFilterObject, wanted: CombinedWrite): CombinedWrite | undefined;
+  transitionalSupport(current: EnvoyFilterObject, wanted: CombinedWrite, stored: readonly EnvoyFilterObject[]): CombinedWrite | undefined;
 }
 
 /** Packs the shoots into as few shards as fit (rules and matcher forms: shards come and go with the shoots). */
@@ -137,14 +142,17 @@ function matcherForm(operator: OperatorConfig): CombinedForm {
     parseName: parseMatcherFilterName,
     shard: (gateway, port, shard, entries) => matcherConnectFilter(gateway, port, shard, headers, entries as ReadonlyMap<string, MatcherEntry>),
     supporting: (gateway, port) => [extractionObject(gateway, port, headers)],
-    // Shards written for headers the extraction no longer reads would refuse every request carrying
-    // them: extract the union until the shards are rewritten.
-    transitionalSupport: (stored, wanted) => {
-      const port = parseExtractionObjectName(stored.metadata.name);
-      if (port === undefined || !storedSelector(stored)) return undefined;
-      const union = [...new Set([...headers, ...extractedHeaders(stored.spec)])];
-      if (union.length === headers.length) return undefined;
-      return extractionObject({ namespace: stored.metadata.namespace, selector: wanted.spec.workloadSelector.labels }, port, union);
+    // A stored shard that checks a header the extraction no longer reads would refuse every request
+    // carrying it: extract the union while any stored shard of the port still checks a removed header.
+    transitionalSupport: (current, wanted, stored) => {
+      const port = parseExtractionObjectName(current.metadata.name);
+      if (port === undefined || !storedSelector(current)) return undefined;
+      const removed = extractedHeaders(current.spec).filter((h) => !headers.includes(h));
+      const stillChecked = removed.filter((h) =>
+        stored.some((f) => f.metadata.namespace === current.metadata.namespace && parseMatcherFilterName(f.metadata.name)?.port === port && JSON.stringify(f.spec).includes(targetHeader(h))),
+      );
+      if (stillChecked.length === 0) return undefined;
+      return extractionObject({ namespace: current.metadata.namespace, selector: wanted.spec.workloadSelector.labels }, port, [...new Set([...headers, ...stillChecked])].sort());
     },
     storedShards: (filter) => {
       const name = parseMatcherFilterName(filter.metadata.name);
@@ -166,20 +174,30 @@ function matcherForm(operator: OperatorConfig): CombinedForm {
 
 const sameNamespace = (namespace: string) => (f: EnvoyFilterObject): boolean => f.metadata.namespace === namespace;
 
-/** The bucket count stored ECDS listener parts name (the largest), 0 when there are none. */
+/** The bucket count stored ECDS objects stand for: the most any listener part names, or the highest stored bucket's; 0 when there are none. */
 function storedBuckets(stored: readonly EnvoyFilterObject[]): number {
-  return Math.max(0, ...stored.filter((f) => parseEcdsListenerObjectName(f.metadata.name) !== undefined).map((f) => storedBucketCount(f.spec) ?? 0));
+  return Math.max(
+    0,
+    ...stored.map((f) => (parseEcdsListenerObjectName(f.metadata.name) !== undefined ? (storedBucketCount(f.spec) ?? 0) : (parseEcdsBucketObjectName(f.metadata.name) ?? -1) + 1)),
+  );
 }
 
 function ecdsForm(operator: OperatorConfig): CombinedForm {
   const headers = operator.protectedHeaders;
   const leafForm = matcherForm(operator);
-  const bucketPlacement = (shoots: readonly ShootPolicy[], buckets: number): Placement & { readonly overflowing: boolean } => {
+  const bucketPlacement = (shoots: readonly ShootPolicy[], buckets: number, stored: readonly EnvoyFilterObject[]): Placement & { readonly overflowing: boolean } => {
     const { items, unplaced } = sizedForShards(shoots, operator.maxObjectBytes, (shoot) => {
       const entry = leafForm.entry(shoot);
       return { bytes: leafForm.bytes(shoot.technicalID, entry), item: entry };
     });
-    const plan = ecdsBucketPlan(items, buckets, operator.maxObjectBytes);
+    // Where each shoot is stored now (the first gateway's buckets: all gateways get the same content).
+    const places = new Map<string, StoredPlace>();
+    for (const filter of [...stored].sort((a, b) => a.metadata.namespace.localeCompare(b.metadata.namespace))) {
+      const bucket = parseEcdsBucketObjectName(filter.metadata.name);
+      if (bucket === undefined) continue;
+      for (const [id, entry] of storedMatcherEntries(filter.spec)) if (!places.has(id)) places.set(id, { bucket, bytes: leafForm.bytes(id, entry) });
+    }
+    const plan = ecdsBucketPlan(items, buckets, operator.maxObjectBytes, places);
     return {
       shards: plan.buckets.map((content, index) => ({ index, entries: new Map(content.map(({ key, item }) => [key, item])) })),
       unplaced: new Map([...unplaced, ...plan.overflow]),
@@ -194,11 +212,13 @@ function ecdsForm(operator: OperatorConfig): CombinedForm {
     entry: leafForm.entry,
     bytes: leafForm.bytes,
     place: (shoots, stored) => {
-      const wanted = bucketPlacement(shoots, operator.ecdsBuckets);
+      const wanted = bucketPlacement(shoots, operator.ecdsBuckets, stored);
       // Fewer buckets than stored would leave a full bucket's shoot out of every bucket the listeners
       // still name: keep the stored count until the shoots fit the setting.
       const kept = storedBuckets(stored);
-      return wanted.overflowing && kept > operator.ecdsBuckets ? bucketPlacement(shoots, kept) : wanted;
+      if (!wanted.overflowing || kept <= operator.ecdsBuckets) return wanted;
+      const held = `ecdsBuckets ${operator.ecdsBuckets} is not applied: ${wanted.unplaced.size} shoots would not fit that many buckets, so the stored ${kept} stay; raise maxObjectBytes or keep ecdsBuckets at ${kept}`;
+      return { ...bucketPlacement(shoots, kept, stored), held };
     },
     parseName: (name) => {
       const bucket = parseEcdsBucketObjectName(name);
@@ -275,4 +295,26 @@ export function keptWith(shard: EnvoyFilterObject, stored: readonly EnvoyFilterO
 export function storedEntriesAnyForm(filter: EnvoyFilterObject): Map<string, PolicyEntry<unknown>> {
   if (parseMatcherFilterName(filter.metadata.name) || parseEcdsBucketObjectName(filter.metadata.name) !== undefined) return storedMatcherEntries(filter.spec);
   return new Map(storedPatches(filter).flatMap((p) => [...p.entries]));
+}
+
+/**
+ * A kept object of another form rewritten to hold only the entries of `unplaced` shoots (they
+ * stay protected where they are; everyone else is protected by the current form by then, and a
+ * stale policy of theirs must not go on deciding). Undefined for objects that hold no entries.
+ */
+export function keptOnly(filter: EnvoyFilterObject, unplaced: ReadonlyMap<string, string>, operator: OperatorConfig, stored: readonly EnvoyFilterObject[]): CombinedWrite | undefined {
+  const selector = storedSelector(filter);
+  if (!selector) return undefined;
+  const gateway = { namespace: filter.metadata.namespace, selector };
+  const entries = new Map([...storedEntriesAnyForm(filter)].filter(([id]) => unplaced.has(id)));
+  const rules = parseConnectFilterName(filter.metadata.name);
+  if (rules) return rulesForm(operator).shard(gateway, rules.port, rules.shard, entries);
+  const matcher = parseMatcherFilterName(filter.metadata.name);
+  if (matcher) return matcherForm(operator).shard(gateway, matcher.port, matcher.shard, entries);
+  const bucket = parseEcdsBucketObjectName(filter.metadata.name);
+  if (bucket === undefined) return undefined;
+  // The resources the stored listener parts name, whatever the headers are now.
+  const named = stored.filter(sameNamespace(filter.metadata.namespace)).filter((f) => parseEcdsListenerObjectName(f.metadata.name) !== undefined).flatMap((f) => extractedHeaders(f.spec));
+  const headers = named.length > 0 ? [...new Set(named)].sort() : operator.protectedHeaders;
+  return ecdsBucketObject(gateway, bucket, headers, entries as ReadonlyMap<string, MatcherEntry>);
 }

@@ -22,7 +22,7 @@ import type { PolicyEntry } from '../rbac/filter-values.js';
 import { appliedFromState, type AppliedAcl } from './applied-state.js';
 import { refOf, type ClusterClient } from './cluster-client.js';
 import { storedCoverage, storedSelector, uncoveredPaths } from './combined-coverage.js';
-import { combinedForm, deletionRank, isShardName, keptWith, storedEntriesAnyForm } from './combined-forms.js';
+import { combinedForm, deletionRank, isShardName, keptOnly, keptWith, storedEntriesAnyForm } from './combined-forms.js';
 import { OPERATION_ANNOTATION, Operation, isMigrated } from './extension-contract.js';
 
 export interface CombinedSyncerDeps {
@@ -102,6 +102,8 @@ export interface CombinedWritePlan {
   /** Stored shards no longer wanted (every active shoot of them is placed elsewhere by now). */
   readonly deletions: readonly EnvoyFilterObject[];
   readonly unplaced: ReadonlyMap<string, string>;
+  /** Why a setting is not applied yet (see Placement.held). */
+  readonly held?: string;
 }
 
 type Entries = Map<string, PolicyEntry<unknown>>;
@@ -170,14 +172,12 @@ export function planCombinedWrites(input: {
     for (const write of form.supporting(gateway, port, placement)) supporting.set(key(write), write);
   }
 
+  // A transitional write now, the final one in a later sync (once nothing stored needs more).
   const supportGrow: CombinedWrite[] = [];
-  const settleLast: CombinedWrite[] = [];
   for (const [k, wanted] of supporting) {
     const current = storedByKey.get(k);
-    const transitional = current ? form.transitionalSupport(current, wanted) : undefined;
-    const first = transitional ?? wanted;
+    const first = (current ? form.transitionalSupport(current, wanted, stored) : undefined) ?? wanted;
     if (!storedAs(current, first)) supportGrow.push(first);
-    if (transitional) settleLast.push(wanted);
   }
   const shardGrow: CombinedWrite[] = [];
   const settle: CombinedWrite[] = [];
@@ -190,16 +190,16 @@ export function planCombinedWrites(input: {
       }
     }
     const finalWrite = form.shard(planned.gateway, planned.port, planned.shard, planned.entries);
-    const growWrite =
-      form.transitionalShard?.(stored, planned.gateway, planned.shard, transitional) ??
-      (transitional.size === planned.entries.size ? finalWrite : form.shard(planned.gateway, planned.port, planned.shard, transitional));
+    const widened = form.transitionalShard?.(stored, planned.gateway, planned.shard, transitional);
+    const growWrite = widened ?? (transitional.size === planned.entries.size ? finalWrite : form.shard(planned.gateway, planned.port, planned.shard, transitional));
     if (!storedAs(current, growWrite)) shardGrow.push(growWrite);
-    if (growWrite !== finalWrite) settle.push(finalWrite);
+    if (growWrite !== finalWrite && widened === undefined) settle.push(finalWrite);
   }
   // Shards rely on their supporting objects (written first), or the supporting objects name the shards (written after them).
   const grow = form.supportNamesShards ? [...shardGrow, ...supportGrow] : [...supportGrow, ...shardGrow];
-  // A shard of another form (after a switch) that holds a shoot fitting no shard of this form
-  // stays, with what it needs: that shoot keeps the protection it has.
+  // Objects of another form (after a switch) that hold a shoot fitting nothing of this form stay,
+  // with what they need: that shoot keeps the protection it has. They are rewritten to hold only
+  // such shoots, once the others are protected by this form, so no stale policy of theirs stays.
   const keptOther = new Set<string>();
   for (const filter of stored) {
     if (!isShardName(filter.metadata.name) || form.parseName(filter.metadata.name) || !gatewayByNamespace.has(filter.metadata.namespace)) continue;
@@ -207,12 +207,17 @@ export function planCombinedWrites(input: {
     keptOther.add(key(filter));
     for (const needed of keptWith(filter, stored)) keptOther.add(key(needed));
   }
+  for (const k of [...keptOther].sort()) {
+    const filter = storedByKey.get(k);
+    const rewrite = filter && keptOnly(filter, unplaced, operator, stored);
+    if (rewrite && !storedAs(filter, rewrite)) settle.push(rewrite);
+  }
   // Only in namespaces of known gateways: filters elsewhere have no selector we could trust.
   // What names or relies on others goes first: nothing ever names or relies on a deleted object.
   const deletions = stored
     .filter((f) => gatewayByNamespace.has(f.metadata.namespace) && !finals.has(key(f)) && !supporting.has(key(f)) && !keptOther.has(key(f)))
     .sort((a, b) => deletionRank(a.metadata.name) - deletionRank(b.metadata.name));
-  return { grow, settle: [...settle, ...settleLast], deletions, unplaced };
+  return { grow, settle, deletions, unplaced, ...(placement.held ? { held: placement.held } : {}) };
 }
 
 /** A field the stored spec has and the wanted one lacks: server-side apply keeps such fields of other managers. */
@@ -244,6 +249,7 @@ export class CombinedSyncer {
   /** Only to log a change once, not on every sync. */
   private reportedUnplaced = new Map<string, string>();
   private reportedKept = '';
+  private reportedHeld: string | undefined;
   /**
    * Our writes the cache has not shown yet. Not a memory of contents: it only makes the next
    * decision wait (briefly) until the cache has caught up, so that a cache a few events behind
@@ -339,6 +345,8 @@ export class CombinedSyncer {
     this.logKeptGateways(gateways.filter((g) => !fromDeployments.some((d) => d.namespace === g.namespace)).map((g) => g.namespace));
     const plan = planCombinedWrites({ operator: deps.operator, gateways, shoots: appliedAcls(deps.extensions()), stored });
     this.logUnplaced(plan.unplaced);
+    if (plan.held !== undefined && plan.held !== this.reportedHeld) deps.logger.warn(plan.held);
+    this.reportedHeld = plan.held;
     let applied = 0;
     let deleted = 0;
     for (const filter of plan.grow) {

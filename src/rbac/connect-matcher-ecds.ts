@@ -13,7 +13,7 @@ import { isRecord } from '../kube/object-json.js';
 import { HTTP_RBAC_TYPE } from './envoy-rbac-types.js';
 import { MANAGED_BY, MANAGED_BY_LABEL, ROLE_LABEL, type DiscoveredFilter, type ExtensionConfigPatch, type GeneratedEnvoyFilter, type MatcherFormPatch } from './envoy-filter-types.js';
 import { FILTER_NAMES } from './filter-values.js';
-import { fixedBuckets, fnv1a64, jumpHash, type Sized } from './sharding.js';
+import { fixedBuckets, fnv1a64, jumpHash, type Sized, type StoredPlace } from './sharding.js';
 
 const pad = (n: number): string => String(n).padStart(3, '0');
 
@@ -86,9 +86,14 @@ export function parseEcdsListenerObjectName(name: string): number | undefined {
 }
 
 /** Shoots sized for the buckets: each shoot's entry in its bucket, and those that fit no bucket (why). */
-export function ecdsBucketPlan<T>(items: readonly Sized<T>[], buckets: number, maxObjectBytes: number): { readonly buckets: Sized<T>[][]; readonly overflow: Map<string, string> } {
+export function ecdsBucketPlan<T>(
+  items: readonly Sized<T>[],
+  buckets: number,
+  maxObjectBytes: number,
+  stored?: ReadonlyMap<string, StoredPlace>,
+): { readonly buckets: Sized<T>[][]; readonly overflow: Map<string, string> } {
   const budget = shardBudget(maxObjectBytes);
-  const planned = fixedBuckets(items, buckets, budget);
+  const planned = fixedBuckets(items, buckets, budget, stored);
   const overflow = new Map(
     planned.overflow.map(({ item, bucket }) => [
       item.key,

@@ -71,25 +71,47 @@ export function indexedShards<T>(items: readonly Sized<T>[], budget: number): { 
     .filter(({ shard }) => shard.length > 0);
 }
 
+/** Where an item is stored now, and how many bytes its stored entry takes there. */
+export interface StoredPlace {
+  readonly bucket: number;
+  readonly bytes: number;
+}
+
 /**
  * Items in exactly `count` jump-hash buckets (every bucket, empty ones too), each within `budget`
- * bytes: the bucket names are fixed, so an item that does not fit its bucket is not moved to
- * another but returned as overflow (items are taken in key order, so the same ones overflow on
- * every run).
+ * bytes. The bucket names are fixed, so an item that does not fit its bucket is not moved to
+ * another but returned as overflow. Items already stored in their own bucket go first, so a
+ * newcomer never pushes one of them out; one of them that no longer fits (it grew) keeps its
+ * stored bytes reserved there, because its stored entry stays. Then the others, in key order, so
+ * the same ones overflow on every run.
  */
-export function fixedBuckets<T>(items: readonly Sized<T>[], count: number, budget: number): { readonly buckets: Sized<T>[][]; readonly overflow: { readonly item: Sized<T>; readonly bucket: number }[] } {
+export function fixedBuckets<T>(
+  items: readonly Sized<T>[],
+  count: number,
+  budget: number,
+  stored: ReadonlyMap<string, StoredPlace> = new Map(),
+): { readonly buckets: Sized<T>[][]; readonly overflow: { readonly item: Sized<T>; readonly bucket: number }[] } {
   if (!Number.isInteger(count) || count < 1) throw new Error(`bucket count ${count}: must be a whole number of at least 1`);
   const buckets: Sized<T>[][] = Array.from({ length: count }, () => []);
   const bytes = new Array<number>(count).fill(0);
   const overflow: { item: Sized<T>; bucket: number }[] = [];
-  for (const item of [...items].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))) {
-    const bucket = jumpHash(fnv1a64(item.key), count);
-    if ((bytes[bucket] ?? 0) + item.bytes > budget) {
+  const sorted = [...items].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)).map((item) => ({ item, bucket: jumpHash(fnv1a64(item.key), count) }));
+  const settled = sorted.filter(({ item, bucket }) => stored.get(item.key)?.bucket === bucket);
+  const newcomers = sorted.filter(({ item, bucket }) => stored.get(item.key)?.bucket !== bucket);
+  for (const [placing, reserveStored] of [
+    [settled, true],
+    [newcomers, false],
+  ] as const) {
+    for (const { item, bucket } of placing) {
+      if ((bytes[bucket] ?? 0) + item.bytes <= budget) {
+        buckets[bucket]?.push(item);
+        bytes[bucket] = (bytes[bucket] ?? 0) + item.bytes;
+        continue;
+      }
       overflow.push({ item, bucket });
-      continue;
+      if (reserveStored) bytes[bucket] = (bytes[bucket] ?? 0) + (stored.get(item.key)?.bytes ?? 0);
     }
-    buckets[bucket]?.push(item);
-    bytes[bucket] = (bytes[bucket] ?? 0) + item.bytes;
   }
+  for (const bucket of buckets) bucket.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   return { buckets, overflow };
 }

@@ -62,3 +62,15 @@ describe('operator configuration: one maximal shoot fits one combined filter', (
     }
   });
 });
+
+describe('operator configuration: combinedForm and ecdsBuckets', () => {
+  it('a bad combinedForm or ecdsBuckets is refused with the field, the value and the fix', () => {
+    expect(errors({ combinedForm: 'ecdss' })).toEqual(['combinedForm: must be rules, matcher or ecds']);
+    expect(errors({ combinedForm: 'ecds', ecdsBuckets: 0 })).toEqual(['ecdsBuckets: must be at least 1: every listener names every bucket, and jump hashing into 0 buckets places no shoot']);
+    expect(errors({ combinedForm: 'ecds', ecdsBuckets: 1000 })).toEqual([
+      'ecdsBuckets: must be at most 256: every bucket adds one HTTP filter per protected header to every CONNECT request; raise maxObjectBytes instead',
+    ]);
+    expect(errors({ combinedForm: 'ecds', ecdsBuckets: 2.5 })).toEqual(['ecdsBuckets: must be a whole number from 1 to 256, such as 32']);
+    expect(config({ combinedForm: 'ecds' }).ecdsBuckets).toBe(32);
+  });
+});

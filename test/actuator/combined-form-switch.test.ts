@@ -10,11 +10,11 @@ import type { GatewayWorkload } from '../../src/acl/model.js';
 import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
 import type { AppliedAcl } from '../../src/actuator/applied-state.js';
 import { storedCoverage, uncoveredPaths } from '../../src/actuator/combined-coverage.js';
-import { combinedForm } from '../../src/actuator/combined-forms.js';
+import { combinedForm, storedEntriesAnyForm } from '../../src/actuator/combined-forms.js';
 import { planCombinedWrites } from '../../src/actuator/combined-syncer.js';
 import { keyOf, replayPlan, type Store } from '../support/write-plan-replay.js';
 import type { EnvoyFilterObject } from '../../src/gardener/objects.js';
-import { extractedHeaders, extractionObjectName } from '../../src/rbac/connect-matcher.js';
+import { extractedHeaders, extractionObjectName, parseMatcherFilterName, targetHeader } from '../../src/rbac/connect-matcher.js';
 import { buildEcdsConnectObjects } from '../../src/rbac/connect-matcher-ecds.js';
 import { DEFAULT_GATEWAY, ZONAL_GATEWAY, cidr, rule } from '../support/test-seed.js';
 
@@ -161,33 +161,49 @@ describe('the matcher form in the write plan', () => {
     expect(switches).toBeGreaterThan(0);
   });
 
-  it('a protected header removed: the extraction reads both header sets until every shard is rewritten; one added: it is extracted before any shard needs it', () => {
-    const store: Store = new Map();
-    const shoots = range(0, 8);
-    replay(store, MATCHER, shoots, []);
-    const extraction = `istio-ingress/${extractionObjectName(8443)}`;
-    const headersOf = (w: { spec: unknown }) => extractedHeaders(w.spec).sort();
+  it('a protected header removed (alone, or with a port): the extraction reads both header sets until no stored shard checks the removed one, and is narrowed in the next sync; one added: it is extracted before any shard needs it', () => {
+    /** Stored matcher shards that check a header their port's extraction does not read (every request carrying it would be refused). */
+    const unextracted = (store: Store): string[] =>
+      [...store.values()].flatMap((f) => {
+        const shard = parseMatcherFilterName(f.metadata.name);
+        if (!shard) return [];
+        const read = extractedHeaders(store.get(`${f.metadata.namespace}/${extractionObjectName(shard.port)}`)?.spec);
+        return ['reversed-vpn', 'x-gardener-destination'].filter((h) => JSON.stringify(f.spec).includes(targetHeader(h)) && !read.includes(h)).map((h) => `${keyOf(f)} checks ${h}`);
+      });
+    /** Shoots missing from the stored shards of some gateway and port (read loosely: headers may be in transition). */
+    const missing = (store: Store, op: OperatorConfig, shoots: readonly AppliedAcl[]): string[] =>
+      GATEWAYS.flatMap((g) =>
+        op.protectedPorts.flatMap((port) => {
+          const held = new Set([...store.values()].filter((f) => f.metadata.namespace === g.namespace && parseMatcherFilterName(f.metadata.name)?.port === port).flatMap((f) => [...storedEntriesAnyForm(f).keys()]));
+          return shoots.filter((s) => !held.has(s.technicalID)).map((s) => `${s.technicalID} on ${g.namespace}:${port}`);
+        }),
+      );
+    for (const narrowed of [
+      { ...MATCHER, protectedHeaders: ['x-gardener-destination'] },
+      { ...MATCHER, protectedHeaders: ['x-gardener-destination'], protectedPorts: [8443] },
+    ] satisfies OperatorConfig[]) {
+      const store: Store = new Map();
+      const shoots = range(0, 8);
+      replay(store, MATCHER, shoots, []);
+      const extraction = `istio-ingress/${extractionObjectName(8443)}`;
+      const headersOf = (w: { spec: unknown }) => extractedHeaders(w.spec).sort();
+      const check = () => [...unextracted(store), ...missing(store, narrowed, shoots)];
 
-    const narrowed: OperatorConfig = { ...MATCHER, protectedHeaders: ['x-gardener-destination'] };
-    const removal = planCombinedWrites({ operator: narrowed, gateways: GATEWAYS, shoots, stored: [...store.values()] });
-    const writes = [...removal.grow, ...removal.settle];
-    const extractionWrites = writes.map((w, i) => ({ w, i })).filter(({ w }) => keyOf(w) === extraction);
-    expect(extractionWrites.map(({ w }) => headersOf(w))).toEqual([
-      ['reversed-vpn', 'x-gardener-destination'],
-      ['x-gardener-destination'],
-    ]);
-    // The union is written before, the narrowed extraction after every shard of that gateway and port.
-    const shardIndexes = writes.map((w, i) => ({ w, i })).filter(({ w }) => keyOf(w).startsWith('istio-ingress/acl-connect-8443-m')).map(({ i }) => i);
-    expect(shardIndexes.length).toBeGreaterThan(0);
-    expect(Math.max(...shardIndexes)).toBeLessThan(extractionWrites[1]!.i);
-    replay(store, narrowed, shoots, []);
-    expect(converged(store, narrowed, shoots)).toBe(true);
-    for (const s of shoots) expect(coveredIn(store, narrowed, s)).toBe(true);
+      const removal = planCombinedWrites({ operator: narrowed, gateways: GATEWAYS, shoots, stored: [...store.values()] });
+      expect([...removal.grow, ...removal.settle].filter((w) => keyOf(w) === extraction).map(headersOf)).toEqual([]);
+      expect(replayPlan(store, removal, check).gaps).toEqual([]);
+      const narrowing = planCombinedWrites({ operator: narrowed, gateways: GATEWAYS, shoots, stored: [...store.values()] });
+      expect([...narrowing.grow, ...narrowing.settle].filter((w) => keyOf(w) === extraction).map(headersOf)).toEqual([['x-gardener-destination']]);
+      expect(replayPlan(store, narrowing, check).gaps).toEqual([]);
+      expect(converged(store, narrowed, shoots)).toBe(true);
+      for (const s of shoots) expect(coveredIn(store, narrowed, s)).toBe(true);
 
-    const addition = planCombinedWrites({ operator: MATCHER, gateways: GATEWAYS, shoots, stored: [...store.values()] });
-    const added = [...addition.grow, ...addition.settle].filter((w) => keyOf(w) === extraction);
-    expect(added.map((w) => headersOf(w))).toEqual([['reversed-vpn', 'x-gardener-destination']]);
-    expect(keyOf(addition.grow[0]!)).toMatch(/-extract$/);
+      const addition = planCombinedWrites({ operator: MATCHER, gateways: GATEWAYS, shoots, stored: [...store.values()] });
+      const added = [...addition.grow, ...addition.settle].filter((w) => keyOf(w) === extraction);
+      expect(added.map((w) => headersOf(w))).toEqual([['reversed-vpn', 'x-gardener-destination']]);
+      expect(keyOf(addition.grow[0]!)).toMatch(/-extract$/);
+      expect(replayPlan(store, addition, () => unextracted(store)).gaps).toEqual([]);
+    }
   });
 });
 
@@ -260,6 +276,7 @@ describe('the ECDS form in the write plan', () => {
     const plan = planCombinedWrites({ operator: tight, gateways: GATEWAYS, shoots, stored: [...store.values()] });
     expect(plan.unplaced.size).toBe(0);
     expect([...plan.grow, ...plan.settle]).toEqual([]);
+    expect(plan.held).toMatch(/^ecdsBuckets 2 is not applied: \d+ shoots would not fit that many buckets, so the stored 16 stay; raise maxObjectBytes or keep ecdsBuckets at 16$/);
     // From scratch there is no stored count to keep: the overflowing shoots are reported with the fix.
     const fresh = planCombinedWrites({ operator: tight, gateways: GATEWAYS, shoots, stored: [] });
     expect(fresh.unplaced.size).toBeGreaterThan(0);
@@ -278,16 +295,70 @@ describe('the ECDS form in the write plan', () => {
     expect(coveredIn(store, ECDS, victim)).toBe(true);
   });
 
-  it('a protected header removed: buckets answer both header sets until the listener parts are rewritten', () => {
+  it('a protected header removed (alone, or with a port): buckets answer both header sets until no stored listener part names the removed one, and are narrowed in the next sync', () => {
+    /** Shoots in no stored bucket of some gateway (read loosely: headers may be in transition). */
+    const missing = (store: Store, shoots: readonly AppliedAcl[]): string[] =>
+      GATEWAYS.flatMap((g) => {
+        const held = new Set([...store.values()].filter((f) => f.metadata.namespace === g.namespace && isBucket(f.metadata.name)).flatMap((f) => [...storedEntriesAnyForm(f).keys()]));
+        return shoots.filter((s) => !held.has(s.technicalID)).map((s) => `${s.technicalID} on ${g.namespace}`);
+      });
+    for (const narrowed of [
+      { ...ECDS, protectedHeaders: ['x-gardener-destination'] },
+      { ...ECDS, protectedHeaders: ['x-gardener-destination'], protectedPorts: [8443] },
+    ] satisfies OperatorConfig[]) {
+      const store: Store = new Map();
+      const shoots = range(0, 8);
+      replayChecked(store, ECDS, shoots, []);
+      const check = () => [...danglingReferences(store), ...missing(store, shoots)];
+      const first = planCombinedWrites({ operator: narrowed, gateways: GATEWAYS, shoots, stored: [...store.values()] });
+      expect(replayPlan(store, first, check).gaps).toEqual([]);
+      expect(JSON.stringify([...store.values()])).toContain('reversed-vpn');
+      const second = planCombinedWrites({ operator: narrowed, gateways: GATEWAYS, shoots, stored: [...store.values()] });
+      expect(replayPlan(store, second, check).gaps).toEqual([]);
+      expect(converged(store, narrowed, shoots)).toBe(true);
+      for (const s of shoots) expect(coveredIn(store, narrowed, s)).toBe(true);
+      expect(JSON.stringify([...store.values()])).not.toContain('reversed-vpn');
+    }
+  });
+
+  it('a full bucket: a newcomer never pushes a stored shoot out, and the bucket stays within maxObjectBytes', () => {
+    const one: OperatorConfig = { ...ECDS, ecdsBuckets: 1 };
+    const sized = (id: string): AppliedAcl => ({ ...shoot(0), technicalID: id, rule: rule('ALLOW', 'remote_ip', Array.from({ length: 30 }, (_, i) => `100.64.${i}.0/24`)) });
+    const incumbents = ['shoot--p--m1', 'shoot--p--m2', 'shoot--p--z9'].map(sized);
     const store: Store = new Map();
-    const shoots = range(0, 8);
-    replayChecked(store, ECDS, shoots, []);
-    const narrowed: OperatorConfig = { ...ECDS, protectedHeaders: ['x-gardener-destination'] };
-    const run = replayChecked(store, narrowed, shoots, []);
+    const first = planCombinedWrites({ operator: one, gateways: GATEWAYS, shoots: incumbents, stored: [] });
+    replayPlan(store, first, () => []);
+    const stored = incumbents.filter((s) => !first.unplaced.has(s.technicalID));
+    expect(stored.length).toBeGreaterThan(0);
+    const newcomer = sized('shoot--a--new');
+    const plan = planCombinedWrites({ operator: one, gateways: GATEWAYS, shoots: [...incumbents, newcomer], stored: [...store.values()] });
+    expect(plan.unplaced.has(newcomer.technicalID)).toBe(true);
+    for (const s of stored) expect(plan.unplaced.has(s.technicalID)).toBe(false);
+    replayPlan(store, plan, () => []);
+    for (const s of stored) expect(coveredIn(store, one, s)).toBe(true);
+    for (const object of store.values()) expect(JSON.stringify(object).length).toBeLessThanOrEqual(one.maxObjectBytes);
+  });
+
+  it('switching away from ecds while a shoot fits only ecds: the kept buckets hold only that shoot, so nobody else\'s stale policy goes on deciding', () => {
+    const wide: OperatorConfig = { ...ECDS, maxObjectBytes: 64 * 1024, ecdsBuckets: 4 };
+    const fits = (op: OperatorConfig, s: AppliedAcl) => combinedForm(op).bytes(s.technicalID, combinedForm(op).entry(s)) <= op.maxObjectBytes - 4096;
+    const sized = (n: number): AppliedAcl => ({ ...shoot(99), rule: rule('ALLOW', 'remote_ip', Array.from({ length: n }, (_, i) => `100.${64 + (i >> 8)}.${i & 255}.1/32`)) });
+    const n = Array.from({ length: 400 }, (_, i) => i + 1).find((k) => fits(wide, sized(k)) && !fits(RULES, sized(k)));
+    expect(n).toBeDefined();
+    const big = sized(n!);
+    const others = range(0, 6);
+    const store: Store = new Map();
+    replayPlan(store, planCombinedWrites({ operator: wide, gateways: GATEWAYS, shoots: [big, ...others], stored: [] }), () => []);
+    // The switch to rules; at the same time the owner of the first other shoot removes its ACL.
+    const active = [big, ...others.slice(1)];
+    const run = replay(store, RULES, active, active.filter((s) => s !== big));
     expect(run.gaps).toEqual([]);
-    expect(converged(store, narrowed, shoots)).toBe(true);
-    for (const s of shoots) expect(coveredIn(store, narrowed, s)).toBe(true);
-    expect(JSON.stringify([...store.values()])).not.toContain('reversed-vpn');
+    expect(converged(store, RULES, active)).toBe(true);
+    expect(coveredIn(store, wide, big)).toBe(true);
+    for (const s of active.filter((x) => x !== big)) expect(coveredIn(store, RULES, s)).toBe(true);
+    const holders = (id: string) => [...store.values()].filter((f) => storedEntriesAnyForm(f).has(id)).map((f) => f.metadata.name);
+    expect(holders(others[0]!.technicalID)).toEqual([]);
+    for (const s of active.filter((x) => x !== big)) expect(holders(s.technicalID).every((name) => /^acl-connect-\d+-\d{3}$/.test(name))).toBe(true);
   });
 
   it('a listener part or bucket changed or deleted by another writer protects nobody it should, and the next plan restores it', () => {

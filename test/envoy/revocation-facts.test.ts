@@ -51,7 +51,7 @@ const CONNECT_LISTENER_NAME = `0.0.0.0_${GARDENER_PORT.httpProxy}`;
 
 const DRAIN_TIME_S = 1;
 /** From the change to the verdict: the drain time, the end-of-drain close (about 1 s later) and slack for a loaded machine. */
-const WATCH_MS = DRAIN_TIME_S * 1000 + 2_000;
+const WATCH_MS = DRAIN_TIME_S * 1000 + 4_000;
 
 const sleep = async (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -6,7 +6,8 @@
 //   server does not become LIVE (the pod is not ready, so it gets no traffic at all) until the
 //   bucket is stored again; then it serves, with the shoots' ACLs;
 // - a bucket deleted under a running Envoy: Envoy keeps the config it has, so every shoot stays
-//   enforced as last delivered (the controller restores the object);
+//   enforced as last delivered (the controller restores the object), while a change in another
+//   bucket in the same push takes effect (so the push did reach Envoy);
 // - the alternative, a finite timeout: the server goes LIVE without the config and answers every
 //   CONNECT on the port with 500, for every shoot (a ready pod that breaks everyone's tunnels).
 import { afterEach, describe, expect, it } from 'vitest';
@@ -16,7 +17,7 @@ import { getString, isJsonObject, type JsonObject } from '../envoy/json.js';
 import { CLIENTS, OUTSIDER } from '../support/conformance-matrix.js';
 import { kapi } from '../support/decide.js';
 import { ERAS, ERA_NAMES } from './eras.js';
-import { istioInputWithEcds, withMatcherForm } from './istio-rendered-seed.js';
+import { istioInputWithEcds, withMatcherForm, withRule } from './istio-rendered-seed.js';
 import { startLiveAdsGateway, type LiveAdsGateway } from './live-ads-gateway.js';
 import { gardenerSeedObjects, gatewayLabels, ingressGateway } from './seed-fixture.js';
 
@@ -33,9 +34,12 @@ const POLL_MS = 100;
 
 const gateway = ingressGateway('default');
 const proxy = { namespace: gateway.namespace, labels: gatewayLabels(era, gateway) };
-const full = istioInputWithEcds(withMatcherForm(gardenerSeedObjects(era)), BUCKETS);
+const gardenerObjects = withMatcherForm(gardenerSeedObjects(era));
+const full = istioInputWithEcds(gardenerObjects, BUCKETS);
 const missingBucket = ecdsBucketObjectName(ecdsBucketOf(SHOOT, BUCKETS));
-const withoutBucket = full.filter((o) => !(o['kind'] === 'EnvoyFilter' && isJsonObject(o['metadata']) && getString(o['metadata'], 'name') === missingBucket && getString(o['metadata'], 'namespace') === gateway.namespace));
+const isMissing = (o: JsonObject): boolean =>
+  o['kind'] === 'EnvoyFilter' && isJsonObject(o['metadata']) && getString(o['metadata'], 'name') === missingBucket && getString(o['metadata'], 'namespace') === gateway.namespace;
+const withoutBucket = full.filter((o) => !isMissing(o));
 /** The listener parts with a finite wait for their resources instead of none. */
 const withFetchTimeout = (objects: readonly JsonObject[]): JsonObject[] => JSON.parse(JSON.stringify(objects).replaceAll('"initial_fetch_timeout":"0s"', '"initial_fetch_timeout":"2s"')) as JsonObject[];
 
@@ -85,15 +89,22 @@ describe(`a missing ECDS bucket, live over ADS from Istio's discovery server (Ga
     expect(await connectStatus(live, DENIED_BY_OTHER, OTHER)).toBe(403);
   }, 120_000);
 
-  it('deleted under a running Envoy: Envoy keeps the config it has, every shoot stays enforced as last delivered', async () => {
+  it('deleted under a running Envoy: Envoy keeps the config it has, every shoot stays enforced as last delivered, while a change in another bucket in the same push applies', async () => {
+    expect(ecdsBucketOf(OTHER, BUCKETS)).not.toBe(ecdsBucketOf(SHOOT, BUCKETS));
     live = await startLiveAdsGateway({ objects: full, proxy });
     expect(await connectStatus(live, OUTSIDER.proxySource!, SHOOT)).toBe(403);
-    expect(await live.replaceEnvoyFilters(withoutBucket)).toBe(1);
-    await new Promise((resolve) => setTimeout(resolve, WAITED_MS));
+    expect(await connectStatus(live, DENIED_BY_OTHER, OTHER)).toBe(403);
+    // The same push deletes SHOOT's bucket and moves OTHER's DENY to another range.
+    const otherChanged = istioInputWithEcds(withRule(gardenerObjects, OTHER, { action: 'DENY', type: 'remote_ip', cidrs: ['192.0.2.0/24'] }), BUCKETS);
+    expect(await live.replaceEnvoyFilters(otherChanged.filter((o) => !isMissing(o)))).toBeGreaterThan(1);
+    const deadline = Date.now() + WAITED_MS;
+    while ((await connectStatus(live, DENIED_BY_OTHER, OTHER)) !== 200) {
+      if (Date.now() > deadline) throw new Error(`OTHER's change did not reach Envoy within ${WAITED_MS} ms`);
+      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    }
     expect(await serverState(live)).toBe('LIVE');
     expect(await connectStatus(live, OUTSIDER.proxySource!, SHOOT)).toBe(403);
     expect(await connectStatus(live, FOO_CLIENT, SHOOT)).toBe(200);
-    expect(await connectStatus(live, DENIED_BY_OTHER, OTHER)).toBe(403);
   }, 120_000);
 
   it('the alternative not taken, a finite initial_fetch_timeout: Envoy goes LIVE without the bucket and answers every CONNECT on the port with 500, for every shoot', async () => {

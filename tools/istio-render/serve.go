@@ -243,6 +243,10 @@ func (t *transformer) cluster(a *anypb.Any) (proto.Message, error) {
 	case c.GetType() == clusterv3.Cluster_ORIGINAL_DST:
 		t.report("cluster %s: dropped (ORIGINAL_DST)", c.GetName())
 		return nil, nil
+	case c.GetClusterType() != nil:
+		// A custom cluster type (aggregate, dynamic forward proxy) could reach anything.
+		t.report("cluster %s: dropped (cluster_type %s)", c.GetName(), c.GetClusterType().GetName())
+		return nil, nil
 	case c.GetType() == clusterv3.Cluster_STATIC && !hasEndpoints(c):
 		return c, nil // e.g. BlackHoleCluster
 	}
