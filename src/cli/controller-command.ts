@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { parseArgs } from 'node:util';
 import { pino, type Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { z } from 'zod';
@@ -16,6 +15,7 @@ import { servingNames } from '../webhook/serving-names.js';
 import { mutatingWebhookConfiguration, type ClientTarget } from '../webhook/webhook-configuration.js';
 import type { CommandIO } from './render-command.js';
 import { serviceRef } from './service-ref.js';
+import { argsUsageError, parseCommandArgs } from './command-args.js';
 import { durationMs } from './duration.js';
 import { loadKubeConfig } from './kubeconfig.js';
 import { loadOperatorConfigFile } from './operator-config-file.js';
@@ -95,51 +95,35 @@ const argsSchema = z.object({
 });
 
 export async function controllerCommand(argv: readonly string[], io: CommandIO): Promise<number> {
-  let raw;
-  try {
-    raw = parseArgs({
-      args: [...argv],
-      options: {
-        kubeconfig: { type: 'string' },
-        config: { type: 'string' },
-        'leader-elect': { type: 'string', default: 'true' },
-        'leader-election-namespace': { type: 'string', default: process.env.LEADER_ELECTION_NAMESPACE ?? 'garden' },
-        'leader-election-id': { type: 'string', default: 'gardener-acl-leader-election' },
-        'lease-duration': { type: 'string', default: '15s' },
-        'renew-deadline': { type: 'string', default: '10s' },
-        'retry-period': { type: 'string', default: '2s' },
-        'probe-port': { type: 'string', default: '8080' },
-        'cache-unready-after': { type: 'string', default: `${LAGGING_CACHE_MS / 1000}s` },
-        'cache-unhealthy-after': { type: 'string', default: `${STUCK_CACHE_MS / 60_000}m` },
-        workers: { type: 'string', default: '5' },
-        'resync-period': { type: 'string', default: '10m' },
-        'combined-min-interval': { type: 'string', default: '60s' },
-        'graceful-shutdown-timeout': { type: 'string', default: '30s' },
-        'log-level': { type: 'string', default: 'info' },
-        'webhook-certificates-namespace': { type: 'string' },
-        'webhook-service': { type: 'string' },
-        'webhook-url': { type: 'string' },
-        'webhook-config-owner': { type: 'string' },
-        'webhook-timeout-seconds': { type: 'string', default: '10' },
-        'controller-username': { type: 'string' },
-        'webhook-ca-validity': { type: 'string', default: '30d' },
-        'webhook-cert-validity': { type: 'string', default: '30d' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (error) {
-    io.stderr(`${(error as Error).message}\n${CONTROLLER_USAGE}\n`);
-    return 2;
-  }
-  if (raw.values.help) {
-    io.stdout(`${CONTROLLER_USAGE}\n`);
-    return 0;
-  }
-  const args = argsSchema.safeParse(raw.values);
-  if (!args.success) {
-    io.stderr(`${args.error.issues.map((i) => (i.path.length ? `--${String(i.path[0])}: ${i.message}` : i.message)).join('\n')}\n${CONTROLLER_USAGE}\n`);
-    return 2;
-  }
+  const parsed = parseCommandArgs(argv, io, CONTROLLER_USAGE, {
+    kubeconfig: { type: 'string' },
+    config: { type: 'string' },
+    'leader-elect': { type: 'string', default: 'true' },
+    'leader-election-namespace': { type: 'string', default: process.env.LEADER_ELECTION_NAMESPACE ?? 'garden' },
+    'leader-election-id': { type: 'string', default: 'gardener-acl-leader-election' },
+    'lease-duration': { type: 'string', default: '15s' },
+    'renew-deadline': { type: 'string', default: '10s' },
+    'retry-period': { type: 'string', default: '2s' },
+    'probe-port': { type: 'string', default: '8080' },
+    'cache-unready-after': { type: 'string', default: `${LAGGING_CACHE_MS / 1000}s` },
+    'cache-unhealthy-after': { type: 'string', default: `${STUCK_CACHE_MS / 60_000}m` },
+    workers: { type: 'string', default: '5' },
+    'resync-period': { type: 'string', default: '10m' },
+    'combined-min-interval': { type: 'string', default: '60s' },
+    'graceful-shutdown-timeout': { type: 'string', default: '30s' },
+    'log-level': { type: 'string', default: 'info' },
+    'webhook-certificates-namespace': { type: 'string' },
+    'webhook-service': { type: 'string' },
+    'webhook-url': { type: 'string' },
+    'webhook-config-owner': { type: 'string' },
+    'webhook-timeout-seconds': { type: 'string', default: '10' },
+    'controller-username': { type: 'string' },
+    'webhook-ca-validity': { type: 'string', default: '30d' },
+    'webhook-cert-validity': { type: 'string', default: '30d' },
+  });
+  if ('exitCode' in parsed) return parsed.exitCode;
+  const args = argsSchema.safeParse(parsed.values);
+  if (!args.success) return argsUsageError(io, CONTROLLER_USAGE, args.error.issues);
   const a = args.data;
   // client-go's rule: the lease outlives the renew deadline, which outlasts retries with jitter.
   if (a['leader-elect'] && !(a['lease-duration'] > a['renew-deadline'] && a['renew-deadline'] > 1.2 * a['retry-period'])) {

@@ -1,4 +1,3 @@
-import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { parseOperatorConfig } from '../acl/operator-config.js';
 import { parseTechnicalID } from '../acl/shoot-identity.js';
@@ -10,6 +9,7 @@ import { describeError } from '../kube/errors.js';
 import { listAll } from '../kube/list-watch.js';
 import { findLegacyChains } from '../rbac/legacy-proxy-patch.js';
 import { seedModelFromObjects } from '../render/seed-render.js';
+import { argsUsageError, parseCommandArgs, usageError } from './command-args.js';
 import { loadKubeConfig } from './kubeconfig.js';
 import { loadDocuments } from './load-documents.js';
 import { EMBEDDED_EXAMPLE, type CommandIO } from './render-command.js';
@@ -92,41 +92,27 @@ async function liveObjects(kubeconfig: string): Promise<SourcedObject[]> {
 }
 
 export async function explainCommand(argv: readonly string[], io: CommandIO): Promise<number> {
-  let raw;
-  try {
-    raw = parseArgs({
-      args: [...argv],
-      options: {
-        shoot: { type: 'string' },
-        client: { type: 'string' },
-        peer: { type: 'string' },
-        path: { type: 'string' },
-        header: { type: 'string', multiple: true },
-        output: { type: 'string', short: 'o', default: 'text' },
-        kubeconfig: { type: 'string' },
-        config: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      allowPositionals: true,
-    });
-  } catch (error) {
-    io.stderr(`${(error as Error).message}\n${EXPLAIN_USAGE}\n`);
-    return 2;
-  }
-  if (raw.values.help) {
-    io.stdout(`${EXPLAIN_USAGE}\n`);
-    return 0;
-  }
-  const args = argsSchema.safeParse({ ...raw.values, paths: raw.positionals });
-  if (!args.success) {
-    io.stderr(`${args.error.issues.map((i) => i.message).join('\n')}\n${EXPLAIN_USAGE}\n`);
-    return 2;
-  }
+  const parsed = parseCommandArgs(
+    argv,
+    io,
+    EXPLAIN_USAGE,
+    {
+      shoot: { type: 'string' },
+      client: { type: 'string' },
+      peer: { type: 'string' },
+      path: { type: 'string' },
+      header: { type: 'string', multiple: true },
+      output: { type: 'string', short: 'o', default: 'text' },
+      kubeconfig: { type: 'string' },
+      config: { type: 'string' },
+    },
+    { allowPositionals: true },
+  );
+  if ('exitCode' in parsed) return parsed.exitCode;
+  const args = argsSchema.safeParse({ ...parsed.values, paths: parsed.positionals });
+  if (!args.success) return argsUsageError(io, EXPLAIN_USAGE, args.error.issues, 'message-only');
   const a = args.data;
-  if (a.kubeconfig && a.paths.length > 0) {
-    io.stderr(`give either --kubeconfig or PATHs, not both\n${EXPLAIN_USAGE}\n`);
-    return 2;
-  }
+  if (a.kubeconfig && a.paths.length > 0) return usageError(io, EXPLAIN_USAGE, 'give either --kubeconfig or PATHs, not both');
   let objects: SourcedObject[];
   const problems: Problem[] = [];
   if (a.kubeconfig) {

@@ -2,12 +2,12 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { packChart } from '../registration/chart-archive.js';
 import { controllerDeployment, controllerRegistration, operatorExtension, type HelmValues } from '../registration/registration-objects.js';
 import { toYamlDocuments } from '../render/yaml-documents.js';
+import { argsUsageError, parseCommandArgs } from './command-args.js';
 import type { CommandIO } from './render-command.js';
 
 /**
@@ -117,40 +117,24 @@ async function readPem(file: string): Promise<string | { error: string }> {
 }
 
 export async function registrationCommand(argv: readonly string[], io: CommandIO): Promise<number> {
-  let raw;
-  try {
-    raw = parseArgs({
-      args: [...argv],
-      options: {
-        name: { type: 'string', default: 'acl' },
-        chart: { type: 'string', default: defaultChartDir() },
-        'image-repository': { type: 'string' },
-        'image-tag': { type: 'string' },
-        values: { type: 'string' },
-        policy: { type: 'string', default: 'OnDemand' },
-        output: { type: 'string', short: 'o', default: 'yaml' },
-        operator: { type: 'boolean', default: false },
-        'chart-ref': { type: 'string' },
-        'admission-chart-ref': { type: 'string' },
-        'admission-namespace': { type: 'string', default: 'garden' },
-        'admission-ca-bundle': { type: 'string' },
-        'admission-tls-secret': { type: 'string', default: 'gardener-acl-admission-tls' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (error) {
-    io.stderr(`${(error as Error).message}\n${REGISTRATION_USAGE}\n`);
-    return 2;
-  }
-  if (raw.values.help) {
-    io.stdout(`${REGISTRATION_USAGE}\n`);
-    return 0;
-  }
-  const args = argsSchema.safeParse(raw.values);
-  if (!args.success) {
-    io.stderr(`${args.error.issues.map((i) => `--${String(i.path[0])}: ${i.message}`).join('\n')}\n${REGISTRATION_USAGE}\n`);
-    return 2;
-  }
+  const parsed = parseCommandArgs(argv, io, REGISTRATION_USAGE, {
+    name: { type: 'string', default: 'acl' },
+    chart: { type: 'string', default: defaultChartDir() },
+    'image-repository': { type: 'string' },
+    'image-tag': { type: 'string' },
+    values: { type: 'string' },
+    policy: { type: 'string', default: 'OnDemand' },
+    output: { type: 'string', short: 'o', default: 'yaml' },
+    operator: { type: 'boolean', default: false },
+    'chart-ref': { type: 'string' },
+    'admission-chart-ref': { type: 'string' },
+    'admission-namespace': { type: 'string', default: 'garden' },
+    'admission-ca-bundle': { type: 'string' },
+    'admission-tls-secret': { type: 'string', default: 'gardener-acl-admission-tls' },
+  });
+  if ('exitCode' in parsed) return parsed.exitCode;
+  const args = argsSchema.safeParse(parsed.values);
+  if (!args.success) return argsUsageError(io, REGISTRATION_USAGE, args.error.issues);
   const a = args.data;
   const fileValues = await readValuesFile(a.values);
   if (typeof fileValues === 'string') {

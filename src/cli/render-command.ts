@@ -1,9 +1,9 @@
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { formatProblem } from '../gardener/problems.js';
 import { renderSeedStream } from '../render/seed-render.js';
 import { toYamlDocuments } from '../render/yaml-documents.js';
+import { argsUsageError, parseCommandArgs } from './command-args.js';
 import { loadDocuments } from './load-documents.js';
 
 /** The seed rendered when no path is given (shipped with the project). */
@@ -31,26 +31,10 @@ export interface CommandIO {
 }
 
 export async function renderCommand(argv: readonly string[], io: CommandIO): Promise<number> {
-  let parsedArgs;
-  try {
-    parsedArgs = parseArgs({
-      args: [...argv],
-      options: { output: { type: 'string', short: 'o', default: 'yaml' }, config: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
-      allowPositionals: true,
-    });
-  } catch (error) {
-    io.stderr(`${(error as Error).message}\n${RENDER_USAGE}\n`);
-    return 2;
-  }
-  if (parsedArgs.values.help) {
-    io.stdout(`${RENDER_USAGE}\n`);
-    return 0;
-  }
-  const args = argsSchema.safeParse({ output: parsedArgs.values.output, config: parsedArgs.values.config, paths: parsedArgs.positionals });
-  if (!args.success) {
-    io.stderr(`${args.error.issues.map((i) => i.message).join('\n')}\n${RENDER_USAGE}\n`);
-    return 2;
-  }
+  const parsed = parseCommandArgs(argv, io, RENDER_USAGE, { output: { type: 'string', short: 'o', default: 'yaml' }, config: { type: 'string' } }, { allowPositionals: true });
+  if ('exitCode' in parsed) return parsed.exitCode;
+  const args = argsSchema.safeParse({ output: parsed.values.output, config: parsed.values.config, paths: parsed.positionals });
+  if (!args.success) return argsUsageError(io, RENDER_USAGE, args.error.issues, 'message-only');
   const paths = args.data.paths.length > 0 ? args.data.paths : [EMBEDDED_EXAMPLE];
   // Only the model outlives this block: the documents read are let go before the output is written.
   const { result, problems } = await (async () => {

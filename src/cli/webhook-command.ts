@@ -4,7 +4,6 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { pino, type Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { stringify as stringifyYaml } from 'yaml';
@@ -15,6 +14,7 @@ import { selfSignedCertificates, serviceDnsNames, writeKeyPair, type KeyPair } f
 import { servingNames } from '../webhook/serving-names.js';
 import { startWebhookApp, type CertificateSource } from '../webhook/webhook-app.js';
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration, type ClientTarget } from '../webhook/webhook-configuration.js';
+import { argsUsageError, parseCommandArgs } from './command-args.js';
 import { startProbeServer } from './probe-server.js';
 import { STUCK_CACHE_MS } from './probe-thresholds.js';
 import type { CommandIO } from './render-command.js';
@@ -117,25 +117,6 @@ const configArgs = z
   })
   .refine((a) => (a.url === undefined) !== (a.service === undefined), { error: 'give exactly one of --url and --service' });
 
-function usageError(io: CommandIO, usage: string, issues: readonly z.core.$ZodIssue[]): number {
-  io.stderr(`${issues.map((i) => (i.path.length ? `--${String(i.path[0])}: ${i.message}` : i.message)).join('\n')}\n${usage}\n`);
-  return 2;
-}
-
-function parseFlags(argv: readonly string[], io: CommandIO, usage: string, options: NonNullable<Parameters<typeof parseArgs>[0]>['options']) {
-  try {
-    const { values } = parseArgs({ args: [...argv], options: { ...options, help: { type: 'boolean', short: 'h' } } });
-    if (values['help']) {
-      io.stdout(`${usage}\n`);
-      return { exit: 0 };
-    }
-    return { values };
-  } catch (error) {
-    io.stderr(`${(error as Error).message}\n${usage}\n`);
-    return { exit: 2 };
-  }
-}
-
 /**
  * Certificates this process keeps itself: the stored pair is written into --cert-dir after every
  * pass (so the server's watcher takes it), and the server starts once the first pair is there.
@@ -186,7 +167,7 @@ async function certificateSource(a: z.output<typeof serveArgs>): Promise<Certifi
 }
 
 export async function webhookCommand(argv: readonly string[], io: CommandIO): Promise<number> {
-  const flags = parseFlags(argv, io, WEBHOOK_USAGE, {
+  const parsed = parseCommandArgs(argv, io, WEBHOOK_USAGE, {
     webhooks: { type: 'string', default: WEBHOOK_NAMES.join(',') },
     kubeconfig: { type: 'string' },
     config: { type: 'string' },
@@ -210,9 +191,9 @@ export async function webhookCommand(argv: readonly string[], io: CommandIO): Pr
     'ca-validity': { type: 'string', default: '30d' },
     'cert-validity': { type: 'string', default: '30d' },
   });
-  if (!flags.values) return flags.exit;
-  const args = serveArgs.safeParse(flags.values);
-  if (!args.success) return usageError(io, WEBHOOK_USAGE, args.error.issues);
+  if ('exitCode' in parsed) return parsed.exitCode;
+  const args = serveArgs.safeParse(parsed.values);
+  if (!args.success) return argsUsageError(io, WEBHOOK_USAGE, args.error.issues);
   const a = args.data;
   const loaded = await loadOperatorConfigFile(a.config);
   if ('error' in loaded) {
@@ -274,7 +255,7 @@ export async function webhookCommand(argv: readonly string[], io: CommandIO): Pr
 }
 
 export async function webhookConfigCommand(argv: readonly string[], io: CommandIO): Promise<number> {
-  const flags = parseFlags(argv, io, WEBHOOK_CONFIG_USAGE, {
+  const parsed = parseCommandArgs(argv, io, WEBHOOK_CONFIG_USAGE, {
     url: { type: 'string' },
     service: { type: 'string' },
     'ca-bundle-file': { type: 'string' },
@@ -282,9 +263,9 @@ export async function webhookConfigCommand(argv: readonly string[], io: CommandI
     'timeout-seconds': { type: 'string', default: '10' },
     'controller-user': { type: 'string' },
   });
-  if (!flags.values) return flags.exit;
-  const args = configArgs.safeParse(flags.values);
-  if (!args.success) return usageError(io, WEBHOOK_CONFIG_USAGE, args.error.issues);
+  if ('exitCode' in parsed) return parsed.exitCode;
+  const args = configArgs.safeParse(parsed.values);
+  if (!args.success) return argsUsageError(io, WEBHOOK_CONFIG_USAGE, args.error.issues);
   const a = args.data;
   let caBundlePem: string;
   try {
