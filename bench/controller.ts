@@ -9,13 +9,19 @@
 // The seed is shaped like a real one where memory is concerned: each shoot's Cluster embeds a
 // CloudProfile (machine images and types, ~40 KB) and each shoot has four Extensions of other types
 // with their own providerConfig and status. The controller runs compiled (tsc, no source maps) on
-// node, as in the image; `rss` as second argument stops after the convergence and memory figures.
-// usage: KUBE_ASSETS=$(bash scripts/setup-kube.sh | tail -1) npx tsx bench/controller.ts [shoots] [rss]
+// node, as in the image, with the V8 heap limits the seed chart gives it (NODE_OPTIONS from
+// charts/gardener-acl/values.yaml, controller.heap; BENCH_CHART_HEAP=0 runs it without), and its RSS
+// is printed against the chart's memory limit. `rss` as second argument stops after the convergence
+// and memory figures; a third argument gives each shoot's CIDR count (default 2; the default
+// maxCIDRs is 50), for sizing the heap on seeds of large ACLs.
+// usage: KUBE_ASSETS=$(bash scripts/setup-kube.sh | tail -1) npx tsx bench/controller.ts [shoots] [rss|all] [cidrs]
 import { spawn } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
 import { listAll } from '../src/kube/list-watch.js';
 import { withApiRetry } from './api-retry.js';
 import { createObject, deleteObject, getObject, mergePatch, type ObjectRef } from '../src/kube/objects-client.js';
@@ -27,8 +33,35 @@ import { DEFAULT_GW, ZONAL_GW, allowRule, createSeed, technicalID, type ShootFix
 
 const SHOOTS = Number(process.argv[2] ?? 1000);
 const RSS_ONLY = process.argv[3] === 'rss';
+const CIDRS = Number(process.argv[4] ?? 2);
+if (!Number.isInteger(CIDRS) || CIDRS < 2 || CIDRS > 1000) throw new Error(`cidrs ${process.argv[4]}: give a whole number from 2 to 1000`);
+/** Shoot i's ACL: one IPv4 and one IPv6 range, and /24s up to CIDRS ranges in all. */
+const shootCidrs = (i: number): string[] => [
+  `${10 + (i % 200)}.${i % 256}.0.0/16`,
+  `2001:db8:${i.toString(16)}::/48`,
+  ...Array.from({ length: CIDRS - 2 }, (_, j) => `${100 + (j % 100)}.${i % 256}.${Math.floor(i / 256) % 256}.0/24`),
+];
 const RSS_GOAL_MIB = 300;
+// A full resync reconciles every shoot (a few GETs each): 20 s up to 1,000 shoots, longer beyond so
+// that resyncs do not crowd out the cold start on this 2-core machine.
+const RESYNC_S = Math.max(20, Math.ceil(SHOOTS / 50));
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+const chartValuesSchema = z.looseObject({
+  resources: z.looseObject({ controller: z.looseObject({ limits: z.looseObject({ memory: z.string().regex(/^\d+(Mi|Gi)$/) }).optional() }) }),
+  controller: z.looseObject({ heap: z.object({ maxOldSpaceMiB: z.number().int(), maxSemiSpaceMiB: z.number().int() }).optional() }),
+});
+
+/** The controller's memory limit (MiB) and NODE_OPTIONS, as the seed chart sets them by default. */
+async function chartMemorySettings(): Promise<{ limitMiB: number | undefined; nodeOptions: string | undefined }> {
+  const values = chartValuesSchema.parse(parseYaml(await readFile(path.join(ROOT, 'charts/gardener-acl/values.yaml'), 'utf8')));
+  const limit = values.resources.controller.limits?.memory;
+  const heap = values.controller.heap;
+  return {
+    limitMiB: limit === undefined ? undefined : Number.parseInt(limit, 10) * (limit.endsWith('Gi') ? 1024 : 1),
+    nodeOptions: heap ? `--max-old-space-size=${heap.maxOldSpaceMiB} --max-semi-space-size=${heap.maxSemiSpaceMiB}` : undefined,
+  };
+}
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -94,7 +127,7 @@ async function main(): Promise<void> {
     const shoots: ShootFixture[] = Array.from({ length: SHOOTS }, (_, i) => ({
       project: `p${i % 50}`,
       name: `s${i}`,
-      providerConfig: allowRule(`${10 + (i % 200)}.${i % 256}.0.0/16`, `2001:db8:${i.toString(16)}::/48`),
+      providerConfig: allowRule(...shootCidrs(i)),
       gateway: i % 2 ? ZONAL_GW : DEFAULT_GW,
       egressCIDRs: [`198.51.${i % 256}.1/32`],
     }));
@@ -113,29 +146,46 @@ async function main(): Promise<void> {
         );
       }
     });
-    console.log(`seed: ${SHOOTS} shoots with 2 CIDRs each, 2 gateways, a CloudProfile in each Cluster and ${otherTypes.length} other Extensions per shoot; objects created in ${((Date.now() - seedStart) / 1000).toFixed(1)} s`);
+    console.log(`seed: ${SHOOTS} shoots with ${CIDRS} CIDRs each, 2 gateways, a CloudProfile in each Cluster and ${otherTypes.length} other Extensions per shoot; objects created in ${((Date.now() - seedStart) / 1000).toFixed(1)} s`);
     const dist = path.join(ROOT, 'dist');
     execFileSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', path.join(ROOT, 'tsconfig.json'), '--outDir', dist, '--sourceMap', 'false'], { stdio: 'inherit' });
 
     const port = await freePort();
     const start = Date.now();
+    // CONTROLLER_NODE_FLAGS: node flags for the controller process (e.g. --heapsnapshot-signal=SIGUSR2 to look inside).
+    const nodeFlags = (process.env['CONTROLLER_NODE_FLAGS'] ?? '').split(' ').filter((f) => f !== '');
+    const chart = await chartMemorySettings();
+    const nodeOptions = process.env['BENCH_CHART_HEAP'] === '0' ? undefined : chart.nodeOptions;
+    console.log(`controller: NODE_OPTIONS=${nodeOptions ?? '(none)'}${nodeFlags.length ? `, node flags ${nodeFlags.join(' ')}` : ''}; the chart's memory limit: ${chart.limitMiB === undefined ? 'none' : `${chart.limitMiB} MiB`}`);
     const child = spawn(
       process.execPath,
-      [path.join(ROOT, 'dist/src/cli/main.js'), 'controller', '--kubeconfig', proxyKubeconfig, '--leader-elect', 'false', '--probe-port', String(port), '--combined-min-interval', '0s', '--resync-period', '20s', '--log-level', 'warn'],
-      { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] },
+      [...nodeFlags, path.join(ROOT, 'dist/src/cli/main.js'), 'controller', '--kubeconfig', proxyKubeconfig, '--leader-elect', 'false', '--probe-port', String(port), '--combined-min-interval', '0s', '--resync-period', `${RESYNC_S}s`, '--log-level', 'warn'],
+      { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, NODE_OPTIONS: nodeOptions ?? '' } },
     );
     controllerProcess.kill = () => child.kill('SIGTERM');
     const metrics = async (): Promise<string> => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
 
     let peakRss = 0;
+    let peakHeap = 0;
+    let lastProgress = Date.now();
     const done = new Set<string>();
     for (;;) {
       await sleep(1000);
       const text = await metrics().catch(() => '');
       peakRss = Math.max(peakRss, metric(text, 'process_resident_memory_bytes'));
-      const { items } = await withApiRetry('list Extensions', () => listAll(cp.kubeConfig, '/apis/extensions.gardener.cloud/v1alpha1/extensions'));
+      peakHeap = Math.max(peakHeap, metric(text, 'nodejs_heap_size_total_bytes'));
+      if (Date.now() - lastProgress >= 30_000) {
+        lastProgress = Date.now();
+        console.log(`  ${((Date.now() - start) / 1000).toFixed(0)} s: ${done.size}/${SHOOTS} Succeeded, RSS ${(metric(text, 'process_resident_memory_bytes') / 2 ** 20).toFixed(0)} MiB, heap used ${(metric(text, 'nodejs_heap_size_used_bytes') / 2 ** 20).toFixed(0)} MiB, reconciles ${metric(text, 'controller_runtime_reconcile_total')}, queue ${metric(text, 'workqueue_depth')}`);
+      }
+      // Only the acl Extensions (named acl): the bench's own polling must not load the API server with the other types.
+      const { items } = await withApiRetry('list Extensions', () => listAll(cp.kubeConfig, '/apis/extensions.gardener.cloud/v1alpha1/extensions', { fieldSelector: 'metadata.name=acl' }));
       for (const e of items as { metadata: { namespace: string }; status?: { lastOperation?: { state?: string } } }[]) {
         if (e.status?.lastOperation?.state === 'Succeeded') done.add(e.metadata.namespace);
+      }
+      if (done.size < SHOOTS) {
+        if (Date.now() - start > 15 * 60_000) throw new Error(`not converged after 15 min: ${done.size}/${SHOOTS}`);
+        continue;
       }
       const combined = (await withApiRetry('list combined filters', () => listAll(cp.kubeConfig, '/apis/networking.istio.io/v1alpha3/envoyfilters', { labelSelector: 'acl.gardener.cloud/role=connect' }))).items;
       const inCombined = new Set(combined.flatMap((f) => JSON.stringify(f).match(/shoot--p\d+--s\d+(?=":)/g) ?? []));
@@ -151,14 +201,27 @@ async function main(): Promise<void> {
     console.log(`API writes: ${totalWrites} in total, ${(totalWrites / SHOOTS).toFixed(2)} per shoot`);
     for (const [k, v] of Object.entries(writes).sort()) console.log(`  ${k.padEnd(34)} ${v}`);
     console.log(`controller RSS: peak ${(peakRss / 2 ** 20).toFixed(0)} MiB, now ${(metric(afterConverge, 'process_resident_memory_bytes') / 2 ** 20).toFixed(0)} MiB`);
-    console.log(`controller RSS against the goal of ${RSS_GOAL_MIB} MiB: peak ${(peakRss / 2 ** 20 / RSS_GOAL_MIB).toFixed(2)}, now ${(metric(afterConverge, 'process_resident_memory_bytes') / 2 ** 20 / RSS_GOAL_MIB).toFixed(2)}`);
-    console.log(`reconciles: ${metric(afterConverge, 'controller_runtime_reconcile_total')}, errors: ${metric(afterConverge, 'controller_runtime_reconcile_errors_total')}`);
+    const mib = (name: string) => `${(metric(afterConverge, name) / 2 ** 20).toFixed(0)} MiB`;
+    console.log(`controller V8 heap: used ${mib('nodejs_heap_size_used_bytes')} of ${mib('nodejs_heap_size_total_bytes')}; external ${mib('nodejs_external_memory_bytes')}; peak heap total ${(peakHeap / 2 ** 20).toFixed(0)} MiB`);
+    const against = (mib: number) => `peak ${(peakRss / 2 ** 20 / mib).toFixed(2)}, now ${(metric(afterConverge, 'process_resident_memory_bytes') / 2 ** 20 / mib).toFixed(2)}`;
+    console.log(`controller RSS against the goal of ${RSS_GOAL_MIB} MiB: ${against(RSS_GOAL_MIB)}`);
+    if (chart.limitMiB !== undefined) console.log(`controller RSS against the chart's memory limit of ${chart.limitMiB} MiB: ${against(chart.limitMiB)}`);
+    console.log(`reconciles: ${metric(afterConverge, 'controller_runtime_reconcile_total{controller="acl"')} of Extensions, ${metric(afterConverge, 'controller_runtime_reconcile_total{controller="acl-combined"')} combined syncs, errors: ${metric(afterConverge, 'controller_runtime_reconcile_errors_total')}`);
+    const snapshotDir = process.env['CONTROLLER_HEAP_SNAPSHOT_DIR'];
+    if (snapshotDir !== undefined && nodeFlags.some((f) => f.startsWith('--heapsnapshot-signal=SIGUSR2'))) {
+      // With CONTROLLER_NODE_FLAGS='--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=DIR': the converged controller's heap, for a look inside.
+      child.kill('SIGUSR2');
+      await sleep(30_000);
+      console.log(`heap snapshot requested into ${snapshotDir}`);
+    }
     if (RSS_ONLY) return;
-    // The controller resyncs every 20 s here: one full pass over unchanged inputs.
-    await sleep(25_000);
+    // The controller resyncs every RESYNC_S here: one full pass over unchanged inputs.
+    await sleep((RESYNC_S + 5) * 1000);
     const afterResync = writesByKind(await metrics());
-    const resyncWrites = Object.entries(afterResync).reduce((sum, [k, v]) => sum + v - (writes[k] ?? 0), 0);
-    console.log(`writes during an unchanged full resync: ${resyncWrites}`);
+    const resyncByKind = Object.entries(afterResync).map(([k, v]) => [k, v - (writes[k] ?? 0)] as const).filter(([, n]) => n > 0);
+    const resyncWrites = resyncByKind.reduce((sum, [, n]) => sum + n, 0);
+    // The heartbeat Lease is renewed every 30 s whatever happens (here its namespace does not exist, so each renewal is a create).
+    console.log(`writes during an unchanged full resync: ${resyncWrites}${resyncByKind.length ? ` (${resyncByKind.map(([k, n]) => `${k} ${n}`).join(', ')})` : ''}`);
 
     // Repair of foreign deletes, judged on what the API server stores.
     const kc = cp.kubeConfig;
@@ -212,8 +275,8 @@ async function main(): Promise<void> {
         `(9 informers and the shared gate of all other requests, each at one request per Retry-After, would be ${(10 / 5).toFixed(1)}); ${inStorm.length} requests in all`,
     );
   } finally {
-    await proxy.close();
     controllerProcess.kill?.();
+    await proxy.close();
     await cp.stop();
   }
 }

@@ -23,8 +23,8 @@ import { retireReferenceManagedResource } from './reference-extension.js';
 export interface AclActuatorDeps {
   readonly client: ClusterClient;
   readonly operator: OperatorConfig;
-  /** The informer caches, as a seed inventory. */
-  readonly inventory: () => SeedInventory;
+  /** The informer caches as a seed inventory for one shoot namespace: the seed-wide objects and those `shootInventoryNamespaces` names. */
+  readonly inventory: (namespace: string) => SeedInventory;
   readonly logger: Logger;
   /** Whether some stored combined CONNECT filter still holds a policy of this shoot. */
   readonly combinedHolds: (technicalID: string) => boolean;
@@ -61,7 +61,7 @@ export class AclActuator implements Actuator {
    */
   async reconcile(ext: Extension): Promise<ActuatorResult> {
     const log = this.log(ext);
-    const ctx = seedContext(this.deps.inventory(), this.deps.operator);
+    const ctx = seedContext(this.deps.inventory(ext.metadata.namespace), this.deps.operator);
     const result = shootAclFromInventory(ext, ctx);
     const errors = [...ctx.problems, ...result.problems].filter((p) => p.severity === 'error');
     if (!result.acl || errors.length > 0) {

@@ -21,8 +21,8 @@ import type { GeneratedEnvoyFilter } from '../rbac/envoy-filter-types.js';
 import type { PolicyEntry } from '../rbac/filter-values.js';
 import { appliedFromState, type AppliedAcl } from './applied-state.js';
 import { refOf, type ClusterClient } from './cluster-client.js';
-import { storedCoverage, storedSelector, uncoveredPaths } from './combined-coverage.js';
-import { combinedForm, deletionRank, isShardName, keptOnly, keptWith, storedEntriesAnyForm } from './combined-forms.js';
+import { storedCoverage, storedSelector, uncoveredPaths, type StoredCoverage } from './combined-coverage.js';
+import { combinedForm, deletionRank, type CombinedForm, isShardName, keptOnly, keptWith, storedEntriesAnyForm } from './combined-forms.js';
 import { OPERATION_ANNOTATION, Operation, isMigrated } from './extension-contract.js';
 
 export interface CombinedSyncerDeps {
@@ -244,6 +244,21 @@ interface PendingWrite {
   readonly at: number;
 }
 
+/** One reading of the stored combined filters, with what it was read from. */
+interface StoredReading {
+  readonly stored: readonly EnvoyFilterObject[];
+  readonly gatewaysKey: string;
+  readonly coverage: StoredCoverage;
+  readonly namespaces: readonly string[];
+  /** Technical IDs some stored filter (of any form) holds a policy of. */
+  readonly held: ReadonlySet<string>;
+}
+
+/** The same cached objects in the same order (the cache hands out a new object for every stored change). */
+function sameObjects<T>(a: readonly T[], b: readonly T[]): boolean {
+  return a.length === b.length && a.every((item, i) => item === b[i]);
+}
+
 /** Syncs the combined filters from the caches; see the file comment for the rules. */
 export class CombinedSyncer {
   /** Only to log a change once, not on every sync. */
@@ -259,11 +274,17 @@ export class CombinedSyncer {
   /** Why the last sync failed (API error, webhook refusal); undefined after a successful one. */
   private lastFailure: string | undefined;
 
-  constructor(private readonly deps: CombinedSyncerDeps) {}
+  /** The last reading of the stored filters (see storedReading). */
+  private lastReading: StoredReading | undefined;
+  private readonly form: CombinedForm;
+
+  constructor(private readonly deps: CombinedSyncerDeps) {
+    this.form = combinedForm(deps.operator);
+  }
 
   /** Whether some stored combined filter (on any gateway and port) still holds a policy of `technicalID`. */
   holds(technicalID: string): boolean {
-    return this.deps.existing().some((filter) => storedEntriesAnyForm(filter).has(technicalID));
+    return this.storedReading().held.has(technicalID);
   }
 
   /**
@@ -272,30 +293,37 @@ export class CombinedSyncer {
    * (the shoot does not fit a shard, or the last write failed), if it knows.
    */
   protection(shoot: AppliedAcl): { readonly uncovered: readonly string[]; readonly problem: string | undefined } {
-    const stored = this.deps.existing();
-    const gateways = combinedGateways(this.deps.gateways(), stored);
-    const selectors = new Map(gateways.map((g) => [g.namespace, g.selector]));
-    const form = combinedForm(this.deps.operator);
-    const uncovered = uncoveredPaths(storedCoverage(stored, selectors, form), shoot.technicalID, form.entry(shoot), gateways.map((g) => g.namespace), this.deps.operator.protectedPorts);
+    const { coverage, namespaces } = this.storedReading();
+    const uncovered = uncoveredPaths(coverage, shoot.technicalID, this.form.entry(shoot), namespaces, this.deps.operator.protectedPorts);
     return { uncovered, problem: this.reportedUnplaced.get(shoot.technicalID) ?? this.lastFailure };
   }
 
-  /**
-   * The shoots among `shoots` that the stored combined filters do not protect as recorded, from
-   * one pass over the stored filters (protection() per shoot would re-read them for each).
-   */
+  /** The shoots among `shoots` that the stored combined filters do not protect as recorded. */
   unprotected(shoots: readonly AppliedAcl[]): Set<string> {
-    const stored = this.deps.existing();
-    const gateways = combinedGateways(this.deps.gateways(), stored);
-    const form = combinedForm(this.deps.operator);
-    const coverage = storedCoverage(stored, new Map(gateways.map((g) => [g.namespace, g.selector])), form);
-    const namespaces = gateways.map((g) => g.namespace);
+    const { coverage, namespaces } = this.storedReading();
     const out = new Set<string>();
     for (const shoot of shoots) {
-      const expected = form.entry(shoot);
-      if (uncoveredPaths(coverage, shoot.technicalID, expected, namespaces, this.deps.operator.protectedPorts).length > 0) out.add(shoot.technicalID);
+      if (uncoveredPaths(coverage, shoot.technicalID, this.form.entry(shoot), namespaces, this.deps.operator.protectedPorts).length > 0) out.add(shoot.technicalID);
     }
     return out;
+  }
+
+  /**
+   * What the stored filters enforce, read again only when a stored filter or a gateway changed:
+   * a reading costs O(shoots) (every policy of the seed is parsed), and every shoot's reconcile
+   * asks, so reading per question made a seed's reconciles O(shoots²).
+   */
+  private storedReading(): StoredReading {
+    const stored = this.deps.existing();
+    const gateways = combinedGateways(this.deps.gateways(), stored);
+    const gatewaysKey = JSON.stringify(gateways.map((g) => [g.namespace, g.selector]));
+    const last = this.lastReading;
+    if (last && last.gatewaysKey === gatewaysKey && sameObjects(last.stored, stored)) return last;
+    const coverage = storedCoverage(stored, new Map(gateways.map((g) => [g.namespace, g.selector])), this.form);
+    const held = new Set<string>();
+    for (const filter of stored) for (const id of storedEntriesAnyForm(filter).keys()) held.add(id);
+    this.lastReading = { stored, gatewaysKey, coverage, namespaces: gateways.map((g) => g.namespace), held };
+    return this.lastReading;
   }
 
   private now(): number {

@@ -2,7 +2,7 @@
 // controllers (extensions/pkg/controller/extension/controller.go): only class `shoot` (an absent
 // class means shoot; `seed` and `garden` Extensions belong to other controllers), and not while
 // the shoot's last operation is Failed (ShootNotFailedPredicate) unless it is being deleted.
-import type { Cluster, Extension } from '../gardener/objects.js';
+import { FORCE_DELETION_ANNOTATION, type Cluster, type Extension } from '../gardener/objects.js';
 
 const SHOOT_CLASS = 'shoot';
 
@@ -22,10 +22,8 @@ export function skipReason(ext: Extension, cluster: Cluster | undefined): string
   return undefined;
 }
 
-const FORCE_DELETION = 'confirmation.gardener.cloud/force-deletion';
-
 /** Gardener's ShootNeedsForceDeletion on the shoot the Cluster carries. */
 export function shootNeedsForceDeletion(cluster: Cluster | undefined): boolean {
-  const value = cluster?.spec.shoot.metadata.annotations?.[FORCE_DELETION];
+  const value = cluster?.spec.shoot.metadata.annotations?.[FORCE_DELETION_ANNOTATION];
   return value !== undefined && ['1', 't', 'T', 'true', 'TRUE', 'True'].includes(value);
 }

@@ -5,10 +5,12 @@
 // of what a full cache would hold.
 import { createHash } from 'node:crypto';
 import { isRecord } from '../kube/object-json.js';
-import type { Cluster, Extension, Infrastructure } from './objects.js';
+import type { KubeObjectJson } from '../kube/object-json.js';
+import { FORCE_DELETION_ANNOTATION, type Cluster, type Extension, type Infrastructure } from './objects.js';
 import { EXTENSION_TYPE } from './seed-acl.js';
 
 type Metadata = Cluster['metadata'];
+
 
 // Large and never read: the server's field ownership and kubectl's copy of the last applied object.
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
@@ -24,7 +26,17 @@ function slimMetadata<M extends Metadata>(metadata: M): M {
   return { ...rest, annotations: kept } as M;
 }
 
-/** A Cluster as the extension reads it: the shoot's networks, workers, hibernation, status and annotations; the seed's networks and ingress domain. */
+/** The embedded Shoot's metadata as read: its name and the force-deletion annotation (a real Shoot carries dozens of labels and annotations). */
+function shootMetadata(metadata: Metadata): Metadata {
+  const forceDeletion = metadata.annotations?.[FORCE_DELETION_ANNOTATION];
+  return definedOnly({
+    name: metadata.name,
+    namespace: metadata.namespace,
+    ...(forceDeletion !== undefined ? { annotations: { [FORCE_DELETION_ANNOTATION]: forceDeletion } } : {}),
+  });
+}
+
+/** A Cluster as the extension reads it: the shoot's name, force-deletion annotation, networks, workers, hibernation and status; the seed's networks and ingress domain. */
 export function cachedCluster(cluster: Cluster): Cluster {
   const { shoot, seed } = cluster.spec;
   const networking = shoot.spec.networking;
@@ -36,7 +48,7 @@ export function cachedCluster(cluster: Cluster): Cluster {
     metadata: slimMetadata(cluster.metadata),
     spec: {
       shoot: {
-        metadata: slimMetadata(shoot.metadata),
+        metadata: shootMetadata(shoot.metadata),
         spec: definedOnly({
           networking: networking ? definedOnly({ nodes: networking.nodes, pods: networking.pods }) : networking,
           // Only whether there are workers is read.
@@ -79,6 +91,15 @@ export function cachedInfrastructure(infrastructure: Infrastructure): Infrastruc
     metadata: slimMetadata(infrastructure.metadata),
     ...(infrastructure.status ? { status: definedOnly({ egressCIDRs: egress }) } : {}),
   };
+}
+
+/**
+ * Only what names the object and its version: for caches whose objects are watched only so that a
+ * change brings the shoot back (the controller reads the object itself from the API server).
+ */
+export function identityOnly(object: KubeObjectJson): KubeObjectJson {
+  const { name, namespace, uid, resourceVersion } = object.metadata;
+  return { apiVersion: object.apiVersion, kind: object.kind, metadata: definedOnly({ name, namespace, uid, resourceVersion }) };
 }
 
 /** Any other cached object: whole, without managedFields and kubectl's last-applied copy. */

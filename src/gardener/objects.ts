@@ -18,6 +18,9 @@ export const objectMetaSchema = z.looseObject({
 export const typeMetaSchema = z.looseObject({ apiVersion: z.string(), kind: z.string(), metadata: objectMetaSchema });
 export type KubeObject = z.infer<typeof typeMetaSchema>;
 
+/** Gardener's ShootNeedsForceDeletion annotation on the Shoot: the one Shoot annotation the controller reads. */
+export const FORCE_DELETION_ANNOTATION = 'confirmation.gardener.cloud/force-deletion';
+
 export const shootSchema = z.looseObject({
   metadata: objectMetaSchema,
   spec: z

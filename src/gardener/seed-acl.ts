@@ -13,6 +13,17 @@ const GATEWAY_DEPLOYMENT = 'istio-ingressgateway';
 const OBSERVABILITY_GATEWAY = { namespace: 'garden', name: 'nginx-ingress-controller' };
 const SHOOT_INFO = { namespace: 'kube-system', name: 'shoot-info' };
 
+/**
+ * The namespaces whose Infrastructures and Gateways one shoot's ACL reads: its own and the
+ * observability gateway's. With the Cluster named like the namespace and every Deployment, Service
+ * and ConfigMap, they make an inventory that computes the shoot's ACL (shootAclFromInventory) as
+ * the whole seed's would; checks across shoots (seedAclFromInventory's one acl Extension per
+ * namespace) need the whole seed.
+ */
+export function shootInventoryNamespaces(namespace: string): string[] {
+  return namespace === OBSERVABILITY_GATEWAY.namespace ? [namespace] : [namespace, OBSERVABILITY_GATEWAY.namespace];
+}
+
 /** The seed objects the ACL depends on, from files (render) or informer caches (controller). */
 export interface SeedInventory {
   readonly extensions: readonly Extension[];

@@ -1,15 +1,29 @@
 // API paths (and selectors) of the seed objects the controller and the webhook cache, in one place.
+
+export interface WatchedResource {
+  readonly path: string;
+  readonly labelSelector?: string;
+  readonly fieldSelector?: string;
+  /**
+   * Objects per list page where the default (500) would hold too much at once: a page is parsed
+   * whole. Real Clusters embed the whole Shoot, Seed and CloudProfile (tens to hundreds of KB),
+   * Extensions of every type carry providerConfig and status, and a combined CONNECT filter may be
+   * close to maxObjectBytes (384 KiB).
+   */
+  readonly listPageSize?: number;
+}
+
 export const WATCHED = {
-  extensions: { path: '/apis/extensions.gardener.cloud/v1alpha1/extensions' },
-  clusters: { path: '/apis/extensions.gardener.cloud/v1alpha1/clusters' },
-  infrastructures: { path: '/apis/extensions.gardener.cloud/v1alpha1/infrastructures' },
+  extensions: { path: '/apis/extensions.gardener.cloud/v1alpha1/extensions', listPageSize: 100 },
+  clusters: { path: '/apis/extensions.gardener.cloud/v1alpha1/clusters', listPageSize: 25 },
+  infrastructures: { path: '/apis/extensions.gardener.cloud/v1alpha1/infrastructures', listPageSize: 100 },
   // v1beta1 is served by every Istio that Gardener has shipped; v1 only by newer ones.
   gateways: { path: '/apis/networking.istio.io/v1beta1/gateways' },
   gatewayDeployments: { path: '/apis/apps/v1/deployments', labelSelector: 'app=istio-ingressgateway' },
   gatewayServices: { path: '/api/v1/services', labelSelector: 'app=istio-ingressgateway' },
   // Only shoot-info is read; the other kube-system ConfigMaps are not worth a cache.
   kubeSystemConfigMaps: { path: '/api/v1/namespaces/kube-system/configmaps', fieldSelector: 'metadata.name=shoot-info' },
-  envoyFilters: { path: '/apis/networking.istio.io/v1alpha3/envoyfilters' },
+  envoyFilters: { path: '/apis/networking.istio.io/v1alpha3/envoyfilters', listPageSize: 10 },
   // Only the controller's own (labelled): a foreign delete or edit is repaired at once.
   managedResources: { path: '/apis/resources.gardener.cloud/v1alpha1/managedresources', labelSelector: 'app.kubernetes.io/managed-by=gardener-acl' },
-} as const;
+} as const satisfies Record<string, WatchedResource>;

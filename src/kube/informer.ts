@@ -25,7 +25,7 @@ import type { Logger } from 'pino';
 
 import { jitteredDelay, sleep } from './backoff.js';
 import { describeError, isGone, retryAfterMs } from './errors.js';
-import { WatchSilentError, listAll, watchOnce, type WatchObjectEvent } from './list-watch.js';
+import { WatchSilentError, listEach, watchOnce, type WatchObjectEvent } from './list-watch.js';
 import { objectKey, objectMetadataSchema } from './object-json.js';
 
 export type ChangeEvent = 'add' | 'update' | 'delete';
@@ -38,6 +38,12 @@ export interface ResilientInformerOptions<T> {
   fieldSelector?: string;
   /** Turns a raw object into T (e.g. a zod safeParse); undefined = ignore the object (logged). */
   parse: (raw: unknown) => T | undefined;
+  /**
+   * A client-side selector for what the server cannot select (e.g. a CRD field): objects it
+   * refuses are not cached, as if a server-side selector had left them out (a cached object that
+   * stops matching is deleted from the cache). Default: every object.
+   */
+  keep?: (obj: T) => boolean;
   /** Called for every change after parse (the cache already shows it); errors are logged. */
   onChange?: (event: ChangeEvent, obj: T, old?: T) => void;
   /** Periodic full resync: calls onResync with every cached object (controller-runtime SyncPeriod). */
@@ -58,6 +64,11 @@ export interface ResilientInformerOptions<T> {
   maxBackoffMs?: number;
   /** Deadline of each list page request (default 60 s). */
   listTimeoutMs?: number;
+  /**
+   * Objects per list page (default 500). One page of raw objects is alive at a time while the
+   * cache is (re)built, so kinds with large objects want smaller pages.
+   */
+  listPageSize?: number;
 }
 
 type Named = { metadata: { name: string; namespace?: string | undefined } };
@@ -81,6 +92,8 @@ export class ResilientInformer<T extends Named> {
   private readonly opts: ResilientInformerOptions<T>;
   private readonly log: Logger;
   private cache = new Map<string, Entry<T>>();
+  /** The cache's entries by namespace (cluster-scoped objects under ''), so that a namespace lists without a pass over every object. */
+  private byNamespace = new Map<string, Map<string, Entry<T>>>();
   private resourceVersion: string | undefined;
   private synced = false;
   private watching = false;
@@ -141,11 +154,33 @@ export class ResilientInformer<T extends Named> {
 
   /** Cached objects, optionally of one namespace. */
   list(namespace?: string): T[] {
-    const out: T[] = [];
-    for (const { obj } of this.cache.values()) {
-      if (namespace === undefined || obj.metadata.namespace === namespace) out.push(obj);
-    }
-    return out;
+    const entries = namespace === undefined ? this.cache : this.byNamespace.get(namespace);
+    return entries ? Array.from(entries.values(), (e) => e.obj) : [];
+  }
+
+  /** Number of cached objects. */
+  size(): number {
+    return this.cache.size;
+  }
+
+  private setEntry(key: string, entry: Entry<T>): void {
+    this.cache.set(key, entry);
+    this.index(key, entry);
+  }
+
+  private index(key: string, entry: Entry<T>): void {
+    const namespace = entry.obj.metadata.namespace ?? '';
+    let entries = this.byNamespace.get(namespace);
+    if (!entries) this.byNamespace.set(namespace, (entries = new Map()));
+    entries.set(key, entry);
+  }
+
+  private deleteEntry(key: string, entry: Entry<T>): void {
+    this.cache.delete(key);
+    const namespace = entry.obj.metadata.namespace ?? '';
+    const entries = this.byNamespace.get(namespace);
+    entries?.delete(key);
+    if (entries?.size === 0) this.byNamespace.delete(namespace);
   }
 
   get(name: string, namespace?: string): T | undefined {
@@ -240,22 +275,34 @@ export class ResilientInformer<T extends Named> {
   }
 
   private async relist(): Promise<void> {
-    const list = await listAll(this.opts.kubeConfig, this.opts.path, {
-      labelSelector: this.opts.labelSelector,
-      fieldSelector: this.opts.fieldSelector,
-      signal: this.stopController.signal,
-      timeoutMs: this.opts.listTimeoutMs ?? 60_000,
-    });
-    if (this.stopping) return;
     const previous = this.cache;
     const next = new Map<string, Entry<T>>();
-    for (const raw of list.items) {
-      const meta = objectMetadataSchema.safeParse(raw.metadata);
-      if (!meta.success) continue;
-      const key = objectKey(meta.data.name, meta.data.namespace);
-      const entry = this.entryFor(raw, meta.data.resourceVersion, previous.get(key));
-      if (entry) next.set(key, entry);
-    }
+    // Each item becomes its cache entry as its page arrives: the raw page can go before the next one.
+    const resourceVersion = await listEach(
+      this.opts.kubeConfig,
+      this.opts.path,
+      {
+        labelSelector: this.opts.labelSelector,
+        fieldSelector: this.opts.fieldSelector,
+        signal: this.stopController.signal,
+        timeoutMs: this.opts.listTimeoutMs ?? 60_000,
+        ...(this.opts.listPageSize !== undefined ? { pageSize: this.opts.listPageSize } : {}),
+      },
+      (raw) => {
+        const meta = objectMetadataSchema.safeParse(raw['metadata']);
+        if (!meta.success) return;
+        const key = objectKey(meta.data.name, meta.data.namespace);
+        const cached = previous.get(key);
+        // Unchanged since cached: the cached entry serves, so a relist does not hold two copies of the seed.
+        if (cached !== undefined && meta.data.resourceVersion !== undefined && cached.resourceVersion === meta.data.resourceVersion) {
+          next.set(key, cached);
+          return;
+        }
+        const entry = this.entryFor(raw, meta.data.resourceVersion, cached);
+        if (entry) next.set(key, entry);
+      },
+    );
+    if (this.stopping) return;
     const changes: [ChangeEvent, T, T?][] = [];
     for (const [key, old] of previous) if (!next.has(key)) changes.push(['delete', old.obj, old.obj]);
     for (const [key, entry] of next) {
@@ -264,8 +311,10 @@ export class ResilientInformer<T extends Named> {
       else if (old !== entry && old.resourceVersion !== entry.resourceVersion) changes.push(['update', entry.obj, old.obj]);
     }
     this.cache = next;
-    this.resourceVersion = list.resourceVersion;
-    this.log.debug({ objects: next.size, changes: changes.length, resourceVersion: list.resourceVersion }, 'listed');
+    this.byNamespace = new Map();
+    for (const [key, entry] of next) this.index(key, entry);
+    this.resourceVersion = resourceVersion;
+    this.log.debug({ objects: next.size, changes: changes.length, resourceVersion }, 'listed');
     for (const [event, obj, old] of changes) this.emit(event, obj, old);
     if (!this.synced) {
       this.synced = true;
@@ -277,12 +326,15 @@ export class ResilientInformer<T extends Named> {
   /**
    * The parsed object as a new entry, or else the cached entry as it is: a version that does not
    * parse must not make the object look deleted (that could drop a shoot's protection).
+   * Undefined: not to be cached (`keep` refuses it, or it does not parse and was not cached).
    */
   private entryFor(raw: unknown, resourceVersion: string | undefined, cached: Entry<T> | undefined): Entry<T> | undefined {
     const obj = this.opts.parse(raw);
-    if (obj !== undefined) return { obj, resourceVersion };
-    this.log.warn({ object: describeObject(raw), keptCached: cached !== undefined }, 'ignoring object that does not parse');
-    return cached;
+    if (obj === undefined) {
+      this.log.warn({ object: describeObject(raw), keptCached: cached !== undefined }, 'ignoring object that does not parse');
+      return cached;
+    }
+    return this.opts.keep && !this.opts.keep(obj) ? undefined : { obj, resourceVersion };
   }
 
   private applyWatchEvent(event: WatchObjectEvent): void {
@@ -302,13 +354,20 @@ export class ResilientInformer<T extends Named> {
     const old = this.cache.get(key);
     if (event.type === 'DELETED') {
       if (!old) return;
-      this.cache.delete(key);
+      this.deleteEntry(key, old);
       this.emit('delete', this.opts.parse(event.object) ?? old.obj, old.obj);
       return;
     }
     const entry = this.entryFor(event.object, meta.data.resourceVersion, old);
-    if (!entry || entry === old) return;
-    this.cache.set(key, entry);
+    if (!entry) {
+      // No longer selected (`keep`): gone from the cache, as a server-side selector would have it.
+      if (!old) return;
+      this.deleteEntry(key, old);
+      this.emit('delete', old.obj, old.obj);
+      return;
+    }
+    if (entry === old) return;
+    this.setEntry(key, entry);
     // ADDED after a reconnect for an object already cached is not a new object.
     if (!old) this.emit('add', entry.obj);
     else if (old.resourceVersion !== entry.resourceVersion) this.emit('update', entry.obj, old.obj);

@@ -29,16 +29,20 @@ const listSchema = z.looseObject({
   items: z.array(z.unknown()).nullable(),
 });
 
+export interface ListOptions extends Selectors {
+  /** Items per page (limit); default 500. Heavy objects want smaller pages: each page is held whole while it is parsed. */
+  pageSize?: number;
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
+
 /**
- * Lists every page (limit/continue). Items of built-in lists lack apiVersion/kind while watch
- * events carry them; they are filled in from the list so both paths yield the same shape.
+ * Lists every page (limit/continue) and hands each item to `onItem` as its page arrives, so that
+ * only one page of raw objects is alive at a time. Items of built-in lists lack apiVersion/kind
+ * while watch events carry them; they are filled in from the list so both paths yield the same
+ * shape. Resolves with the snapshot's resourceVersion.
  */
-export async function listAll(
-  kc: KubeConfig,
-  path: string,
-  options: Selectors & { pageSize?: number; signal?: AbortSignal; timeoutMs?: number } = {},
-): Promise<ListResult> {
-  const items: Record<string, unknown>[] = [];
+export async function listEach(kc: KubeConfig, path: string, options: ListOptions, onItem: (item: Record<string, unknown>) => void): Promise<string> {
   let continueToken: string | undefined;
   let resourceVersion = '';
   do {
@@ -57,13 +61,19 @@ export async function listAll(
     );
     const itemKind = page.kind?.endsWith('List') ? page.kind.slice(0, -'List'.length) : undefined;
     for (const item of page.items ?? []) {
-      if (!isRecord(item)) continue;
-      items.push({ apiVersion: page.apiVersion, kind: itemKind, ...item });
+      if (isRecord(item)) onItem({ apiVersion: page.apiVersion, kind: itemKind, ...item });
     }
     resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
     continueToken = page.metadata?.continue || undefined;
   } while (continueToken !== undefined);
   if (resourceVersion === '') throw new Error(`list of ${path} returned no resourceVersion`);
+  return resourceVersion;
+}
+
+/** Every item of every page (listEach), collected. */
+export async function listAll(kc: KubeConfig, path: string, options: ListOptions = {}): Promise<ListResult> {
+  const items: Record<string, unknown>[] = [];
+  const resourceVersion = await listEach(kc, path, options, (item) => items.push(item));
   return { resourceVersion, items };
 }
 

@@ -24,12 +24,13 @@ export class InformerCacheSource implements AdmissionCacheSource {
       kubeConfig,
       logger,
       ...idle,
-      path: WATCHED.extensions.path,
-      // Other extension types are dropped at the door: they never matter here.
+      ...WATCHED.extensions,
       parse: (raw) => {
         const parsed = extensionSchema.safeParse(raw);
-        return parsed.success && parsed.data.spec.type === EXTENSION_TYPE ? cachedExtension(parsed.data) : undefined;
+        return parsed.success ? cachedExtension(parsed.data) : undefined;
       },
+      // Other extension types are never cached (nor reported as objects that do not parse): they never matter here.
+      keep: (ext) => ext.spec.type === EXTENSION_TYPE,
       onChange,
     });
     this.deploymentInformer = new ResilientInformer<Deployment>({

@@ -8,7 +8,7 @@ import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operat
 import type { AppliedAcl } from '../../src/actuator/applied-state.js';
 import type { ClusterClient } from '../../src/actuator/cluster-client.js';
 import { storedCoverage, uncoveredPaths } from '../../src/actuator/combined-coverage.js';
-import { CombinedSyncer, combinedGateways, planCombinedWrites } from '../../src/actuator/combined-syncer.js';
+import { CombinedSyncer, appliedAcls, combinedGateways, planCombinedWrites } from '../../src/actuator/combined-syncer.js';
 import type { EnvoyFilterObject, Extension } from '../../src/gardener/objects.js';
 import { combinedConnectEntry, planCombinedConnectFilters } from '../../src/rbac/combined-connect-filters.js';
 import { testLogger } from '../kube/kube-test-helpers.js';
@@ -267,13 +267,23 @@ describe('combined filter write plan (add before remove)', () => {
     catchUp();
     expect(await syncer.sync()).toMatchObject({ applied: 0, deleted: 0 });
     expect(calls).toEqual([]);
+    // What protection() and holds() read follows the cache whenever a stored filter changes.
+    const [acl] = appliedAcls(extensions);
+    if (!acl) throw new Error('no recorded ACL');
+    expect(syncer.protection(acl).uncovered).toEqual([]);
+    expect(syncer.holds(acl.technicalID)).toBe(true);
     // A foreign delete seen by the cache is repaired at once.
     const [victim] = cache;
     if (!victim) throw new Error('no stored filter');
     server.delete(keyOf(victim));
     catchUp();
+    expect(syncer.protection(acl).uncovered).toEqual([`${victim.metadata.namespace}:${/^acl-connect-(\d+)-/.exec(victim.metadata.name)?.[1]}`]);
     await syncer.sync();
     expect(calls).toEqual([`apply ${victim.metadata.name}`]);
+    const seen = cache;
+    cache = [];
+    expect(syncer.holds(acl.technicalID)).toBe(false);
+    cache = seen;
     // A cache that never catches up (a broken watch) delays the decision by at most the lag limit.
     calls.length = 0;
     server.delete(keyOf(victim));

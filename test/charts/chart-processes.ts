@@ -13,7 +13,7 @@ import { find, type KubeObject } from './helm.js';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const CONFIG_MOUNT = '/etc/gardener-acl/config';
 
-type Container = { name: string; args: string[]; env?: { name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[] };
+type Container = { name: string; args: string[]; env?: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[] };
 
 export interface RunningContainer {
   readonly child: ChildProcess;
@@ -62,7 +62,8 @@ export async function writeChartConfig(objects: readonly KubeObject[], dir: stri
 
 /**
  * The named container of the chart's Deployments as a process: its args (mount paths mapped by
- * `mapArg`, probe ports to free ones) and env (the namespace from the downward API).
+ * `mapArg`, probe ports to free ones) and env (values as given, e.g. NODE_OPTIONS with the heap
+ * limits; the namespace from the downward API).
  */
 export async function startChartContainer(
   objects: readonly KubeObject[],
@@ -80,8 +81,9 @@ export async function startChartContainer(
   const args = container.args.map(mapArg).map((arg) => arg.replace(/^--probe-port=\d+$/, `--probe-port=${probePort}`));
   const env: Record<string, string> = {};
   for (const e of container.env ?? []) {
-    if (e.valueFrom?.fieldRef?.fieldPath !== 'metadata.namespace') throw new Error(`unexpected env ${e.name}`);
-    env[e.name] = namespace;
+    if (e.value !== undefined) env[e.name] = e.value;
+    else if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.namespace') env[e.name] = namespace;
+    else throw new Error(`unexpected env ${e.name}`);
   }
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli/main.ts'), ...args], {
     cwd: ROOT,

@@ -60,8 +60,18 @@ describe('seed chart rendering', () => {
         expect(c.resources).toBeDefined();
       }
       expect(find(objects, 'PodDisruptionBudget', name).spec).toMatchObject({ maxUnavailable: 1 });
-      // Requests only, adjusted by the VPA; no memory limit measured on a small seed.
-      expect(spec.template.spec.containers[0]?.resources).not.toHaveProperty('limits');
+      if (command === 'controller') {
+        // Bounded by its V8 heap limits (NODE_OPTIONS), so it has a memory limit above them (bench/controller.ts measures both).
+        const container = spec.template.spec.containers[0] as Container & { env: { name: string; value?: string }[]; resources: { limits?: { memory?: string } } };
+        const nodeOptions = container.env.find((e) => e.name === 'NODE_OPTIONS')?.value ?? '';
+        const oldSpace = Number(/--max-old-space-size=(\d+)/.exec(nodeOptions)?.[1]);
+        expect(nodeOptions).toMatch(/^--max-old-space-size=\d+ --max-semi-space-size=\d+$/);
+        expect(container.resources.limits?.memory).toBe('512Mi');
+        expect(oldSpace).toBe(256);
+      } else {
+        // Requests only, adjusted by the VPA.
+        expect(spec.template.spec.containers[0]?.resources).not.toHaveProperty('limits');
+      }
       expect(find(objects, 'VerticalPodAutoscaler', name).spec).toMatchObject({
         targetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name },
         resourcePolicy: { containerPolicies: [{ containerName: command, controlledValues: 'RequestsOnly' }] },
@@ -309,6 +319,30 @@ describe('admission chart as gardener-operator renders it (values of `registrati
     const result = await helm(['template', 'gardener-acl-admission', ADMISSION_CHART, '--set', 'webhook.registerWebhook=false']);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain('webhook.tls.mode=managed registers the webhook from the server, in the cluster it runs in: set webhook.registerWebhook=true, or use webhook.tls.mode=secret');
+  });
+});
+
+describe('the controller’s memory limit holds its V8 heap limit', () => {
+  const controllerContainer = async (values: Record<string, unknown>) => {
+    const objects = await renderChart(SEED_CHART, values);
+    const container = podSpec(objects, 'gardener-acl').template.spec.containers[0] as Container & { env?: { name: string; value?: string }[]; resources: { limits?: { memory?: string } } };
+    return { nodeOptions: container.env?.find((e) => e.name === 'NODE_OPTIONS')?.value, limit: container.resources.limits?.memory };
+  };
+
+  it('raised together, or the heap limit dropped, renders as given', async () => {
+    expect(await controllerContainer({ 'resources.controller.limits.memory': '1Gi', 'controller.heap.maxOldSpaceMiB': 800 })).toEqual({ nodeOptions: '--max-old-space-size=800 --max-semi-space-size=2', limit: '1Gi' });
+    expect(await controllerContainer({ 'controller.heap': null })).toEqual({ nodeOptions: undefined, limit: '512Mi' });
+    expect(await controllerContainer({ 'resources.controller.limits': null })).toEqual({ nodeOptions: '--max-old-space-size=256 --max-semi-space-size=2', limit: undefined });
+  });
+
+  it.each([
+    ['a heap raised alone', ['--set', 'controller.heap.maxOldSpaceMiB=2048'], "the controller's memory limit 512Mi (512 MiB) is below what its heap needs: controller.heap.maxOldSpaceMiB 2048 + 3 x maxSemiSpaceMiB 2 + 128 MiB for code and native memory = 2182 MiB; raise resources.controller.limits.memory (or the flat resources.limits.memory) or lower controller.heap"],
+    ['the reference extension’s flat limit', ['--set', 'resources.limits.memory=200Mi'], "the controller's memory limit 200Mi (200 MiB) is below what its heap needs"],
+    ['a limit in decimal units', ['--set', 'resources.controller.limits.memory=400M'], "the controller's memory limit 400M (381 MiB) is below what its heap needs"],
+  ])('%s is refused with the fix', async (_name, args, message) => {
+    const result = await helm(['template', 'gardener-acl', SEED_CHART, ...args]);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain(message);
   });
 });
 

@@ -4,10 +4,11 @@
 import { describe, expect, it } from 'vitest';
 import { loadDocuments } from '../../src/cli/load-documents.js';
 import { EMBEDDED_EXAMPLE } from '../../src/cli/render-command.js';
-import { PolicyInterner, cachedCluster, cachedExtension, cachedInfrastructure, withoutFieldManagement } from '../../src/gardener/cached-views.js';
+import { PolicyInterner, cachedCluster, cachedExtension, cachedInfrastructure, identityOnly, withoutFieldManagement } from '../../src/gardener/cached-views.js';
+import { shootNeedsForceDeletion } from '../../src/actuator/handled-extensions.js';
 import { planCombinedConnectFilters } from '../../src/rbac/combined-connect-filters.js';
 import { DEFAULT_GATEWAY, ZONAL_GATEWAY, testSeed } from '../support/test-seed.js';
-import { clusterSchema, extensionSchema, infrastructureSchema } from '../../src/gardener/objects.js';
+import { FORCE_DELETION_ANNOTATION, clusterSchema, extensionSchema, infrastructureSchema } from '../../src/gardener/objects.js';
 import { renderSeed } from '../../src/render/seed-render.js';
 
 const MANAGED_FIELDS = [{ manager: 'gardenlet', operation: 'Update', apiVersion: 'v1', fieldsType: 'FieldsV1', fieldsV1: { 'f:spec': {} } }];
@@ -63,6 +64,21 @@ describe('cached views', () => {
     // An acl Extension keeps its status: the controller reads and merges it.
     const acl = fat.find(({ object }) => (object as { spec?: { type?: string } }).spec?.type === 'acl')!.object as { spec: unknown };
     expect((slim(acl) as { spec: unknown }).spec).toEqual(acl.spec);
+  });
+
+  it('keeps of the embedded Shoot’s metadata its name and the force-deletion annotation only; of a watched-only object its identity', async () => {
+    const fat = await fatExample();
+    const cluster = structuredClone(fat.find(({ object }) => (object as { kind: string }).kind === 'Cluster')!.object) as unknown as { spec: { shoot: { metadata: Record<string, unknown> } } };
+    const labels = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`shoot.gardener.cloud/label-${i}`, `value-${i}`]));
+    cluster.spec.shoot.metadata = { ...cluster.spec.shoot.metadata, labels, annotations: { ...labels, [FORCE_DELETION_ANNOTATION]: 'true' }, uid: 'u', generation: 7 };
+    const slimCluster = cachedCluster(clusterSchema.parse(cluster));
+    expect(slimCluster.spec.shoot.metadata).toEqual({ name: cluster.spec.shoot.metadata['name'], namespace: cluster.spec.shoot.metadata['namespace'], annotations: { [FORCE_DELETION_ANNOTATION]: 'true' } });
+    expect(shootNeedsForceDeletion(slimCluster)).toBe(true);
+    delete (cluster.spec.shoot.metadata['annotations'] as Record<string, string>)[FORCE_DELETION_ANNOTATION];
+    expect(cachedCluster(clusterSchema.parse(cluster)).spec.shoot.metadata).not.toHaveProperty('annotations');
+
+    const mr = { apiVersion: 'resources.gardener.cloud/v1alpha1', kind: 'ManagedResource', metadata: { name: 'extension-acl', namespace: 'shoot--p--a', uid: 'u', resourceVersion: '9', labels: { a: 'b' }, managedFields: MANAGED_FIELDS }, spec: { secretRefs: [{ name: 's' }] }, status: { conditions: [] } };
+    expect(identityOnly(mr)).toEqual({ apiVersion: mr.apiVersion, kind: mr.kind, metadata: { name: 'extension-acl', namespace: 'shoot--p--a', uid: 'u', resourceVersion: '9' } });
   });
 
   it('combined filters share one object per shoot policy across gateways and ports, equal as JSON to what is stored', () => {

@@ -362,7 +362,10 @@ describe('ResilientInformer protocol cases (scripted server)', () => {
       }
     });
     await informer.start();
+    const sameBefore = informer.get('same', 'ns');
     await eventually('relist', () => informer.lastResourceVersion() === '20', 3_000);
+    // The unchanged object stays the cached one (not a second copy parsed from the relist).
+    expect(informer.get('same', 'ns')).toBe(sameBefore);
     expect(rec.events.map((e) => `${e.event} ${e.name}`)).toEqual([
       'add same',
       'add changed',
@@ -435,6 +438,56 @@ describe('ResilientInformer protocol cases (scripted server)', () => {
     expect(informer.list().map((e) => e.metadata.name)).toEqual(['a']);
     expect(informer.get('a', 'ns')?.metadata.resourceVersion).toBe('1');
     expect(rec.events.map((e) => `${e.event} ${e.name}`)).toEqual(['add a']);
+  });
+
+  it('lists in pages of listPageSize and keeps a per-namespace index in step with list and watch', async () => {
+    const inNs = (name: string, namespace: string, resourceVersion: string) => ({ ...ext(name, resourceVersion), metadata: { name, namespace, resourceVersion } });
+    const pages: Record<string, { items: Record<string, unknown>[]; next?: string }> = {
+      '': { items: [inNs('a', 'one', '1'), inNs('b', 'one', '2')], next: 'p2' },
+      p2: { items: [inNs('c', 'two', '3')], next: 'p3' },
+      p3: { items: [inNs('d', 'two', '4')] },
+    };
+    const { informer, rec, requests } = await scripted(
+      (url, res) => {
+        if (url.searchParams.get('watch') === 'true') {
+          return sendEvents(res, [{ type: 'ADDED', object: inNs('e', 'three', '6') }, { type: 'DELETED', object: inNs('c', 'two', '7') }, { type: 'MODIFIED', object: inNs('a', 'one', '8') }], false);
+        }
+        const page = pages[url.searchParams.get('continue') ?? ''];
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify({ kind: 'ExtensionList', apiVersion: 'extensions.gardener.cloud/v1alpha1', metadata: { resourceVersion: '5', ...(page?.next ? { continue: page.next } : {}) }, items: page?.items ?? [] }));
+      },
+      { listPageSize: 2 },
+    );
+    await informer.start();
+    const lists = requests.filter((u) => u.searchParams.get('watch') !== 'true');
+    expect(lists.map((u) => [u.searchParams.get('limit'), u.searchParams.get('continue')])).toEqual([['2', null], ['2', 'p2'], ['2', 'p3']]);
+    expect(informer.size()).toBe(4);
+    await eventually('watch events applied', () => informer.lastResourceVersion() === '8', 3_000);
+    const names = (namespace?: string) => informer.list(namespace).map((e) => e.metadata.name).sort();
+    expect(names('one')).toEqual(['a', 'b']);
+    expect(names('two')).toEqual(['d']);
+    expect(names('three')).toEqual(['e']);
+    expect(names('none')).toEqual([]);
+    expect(names()).toEqual(['a', 'b', 'd', 'e']);
+    expect(informer.list('one').find((e) => e.metadata.name === 'a')?.metadata.resourceVersion).toBe('8');
+    expect(rec.events.map((e) => `${e.event} ${e.name}`)).toEqual(['add a', 'add b', 'add c', 'add d', 'add e', 'delete c', 'update a']);
+  });
+
+  it('keep: refused objects are never cached, and a cached one that stops matching leaves with a delete', async () => {
+    const typed = (name: string, type: string, resourceVersion: string) => ({ ...ext(name, resourceVersion), spec: { type } });
+    const { informer, rec } = await scripted(
+      (url, res, calls) => {
+        if (url.searchParams.get('watch') !== 'true') return sendList(res, '3', [typed('mine', 'acl', '1'), typed('other', 'dns', '2'), typed('turns', 'acl', '3')]);
+        if (calls.watch > 1) return sendEvents(res, [], false);
+        sendEvents(res, [{ type: 'MODIFIED', object: typed('other', 'dns', '4') }, { type: 'MODIFIED', object: typed('turns', 'dns', '5') }, { type: 'ADDED', object: typed('late', 'acl', '6') }], false);
+      },
+      { keep: (e) => e.spec.type === 'acl' },
+    );
+    await informer.start();
+    await eventually('watch events applied', () => informer.lastResourceVersion() === '6', 3_000);
+    expect(informer.list().map((e) => e.metadata.name).sort()).toEqual(['late', 'mine']);
+    expect(informer.list('ns').map((e) => e.metadata.name).sort()).toEqual(['late', 'mine']);
+    expect(rec.events.map((e) => `${e.event} ${e.name}`)).toEqual(['add mine', 'add turns', 'delete turns', 'add late']);
   });
 
   /** Watch requests the scripted server received, as ms since `t0`. */
