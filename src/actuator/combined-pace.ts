@@ -19,7 +19,8 @@ export interface CombinedPace {
  * interval between writes, and starts no sooner than twice the last sync's time after it: a sync
  * costs O(shoots), so the combined lane takes at most a third of the time however often shoots
  * change, and the shoots' own reconciles keep going; its writes (large objects) leave the API
- * server room in the same way.
+ * server room in the same way. No pace (undefined) for a repair of a foreign delete or edit: the
+ * pace spreads our own work, it must not stretch a gap in protection.
  */
 export function combinedSyncDelay(now: number, lastWriteAt: number | undefined, minIntervalMs: number, pace: CombinedPace | undefined): number {
   const byInterval = lastWriteAt === undefined ? -Infinity : lastWriteAt + minIntervalMs;

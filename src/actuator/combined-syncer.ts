@@ -282,6 +282,15 @@ export class CombinedSyncer {
     this.form = combinedForm(deps.operator);
   }
 
+  /**
+   * Whether a cache event shows one of our own writes that is still awaited. Any other change
+   * (someone else's delete or edit, or our own seen before its response) may have opened a gap.
+   */
+  isOwnWrite(event: 'add' | 'update' | 'delete', filter: EnvoyFilterObject): boolean {
+    const k = key(filter);
+    return this.pending.some((p) => p.key === k && (event === 'delete' ? p.deleted : !p.deleted && p.resourceVersion === filter.metadata.resourceVersion));
+  }
+
   /** Whether some stored combined filter (on any gateway and port) still holds a policy of `technicalID`. */
   holds(technicalID: string): boolean {
     return this.storedReading().held.has(technicalID);

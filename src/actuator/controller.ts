@@ -117,6 +117,11 @@ export class AclController {
   private lastCombinedWrite: number | undefined;
   /** The last combined sync's end and duration (see combinedSyncDelay). */
   private combinedPace: CombinedPace | undefined;
+  /**
+   * A stored combined filter changed in a way we did not write (a foreign delete or edit): the
+   * next sync repairs it and does not wait for the pace, which only spreads our own work.
+   */
+  private combinedRepairDue = false;
   private readonly workerLoops: Promise<void>[] = [];
   /** Extension keys whose last reconcile waits for the combined filters to protect them as recorded. */
   private readonly awaitingCombined = new Set<string>();
@@ -176,7 +181,8 @@ export class AclController {
       envoyFilters: informer(
         { ...WATCHED.envoyFilters, labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY},${ROLE_LABEL}=connect` },
         (raw) => mapDefined(slim(envoyFilterObjectSchema.safeParse(raw).data), (filter) => policies.intern(filter)),
-        () => {
+        (event, filter) => {
+          if (!this.combined.isOwnWrite(event, filter)) this.combinedRepairDue = true;
           this.combinedQueue.add(COMBINED_KEY);
           // Shoots waiting to be protected as recorded look again at what is now stored.
           for (const key of this.awaitingCombined) this.queue.add(key);
@@ -398,11 +404,12 @@ export class AclController {
   private async process(key: string): Promise<'done' | 'retry' | 'parked'> {
     if (key === COMBINED_KEY) {
       const start = performance.now();
-      const wait = combinedSyncDelay(start, this.lastCombinedWrite, this.options.combinedMinIntervalMs ?? 0, this.combinedPace);
+      const wait = combinedSyncDelay(start, this.lastCombinedWrite, this.options.combinedMinIntervalMs ?? 0, this.combinedRepairDue ? undefined : this.combinedPace);
       if (wait > 0) {
         this.combinedQueue.addAfter(COMBINED_KEY, wait);
         return 'parked';
       }
+      this.combinedRepairDue = false;
       try {
         await this.syncCombined();
       } finally {

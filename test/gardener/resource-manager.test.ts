@@ -69,6 +69,8 @@ describe('the real gardener-resource-manager applies and checks what the control
       // The resource manager marks what it applied with its origin annotation.
       expect((filter['metadata'] as { annotations?: Record<string, string> }).annotations?.['resources.gardener.cloud/origin']).toContain(`${technicalID(s)}/${MANAGED_RESOURCE_NAME}`);
       await eventually(`${technicalID(s)}: ResourcesHealthy=True`, async () => (await conditions(cp, s))['ResourcesHealthy']?.status === 'True', 60_000);
+      // Succeeded comes once the combined CONNECT filters hold the shoot too (their sync is paced), as gardenlet waits for it.
+      await eventually(`${technicalID(s)}: Extension Succeeded`, async () => ((await getObject(cp.kubeConfig, extRef(s)))?.['status'] as { lastOperation?: { state?: string } } | undefined)?.lastOperation?.state === 'Succeeded', 60_000);
       // gardenlet's own checks (pkg/utils/kubernetes/health) on the Extension and the ManagedResource.
       const health = await gardenletHealth(cp.kubeconfigPath, technicalID(s), MANAGED_RESOURCE_NAME);
       expect(health.steps).toEqual([
