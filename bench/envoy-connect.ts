@@ -37,8 +37,8 @@ const SHAPES = (process.argv[5] ?? 'ours,matcher,ecds,reference').split(',') as 
  */
 const ECDS_BUCKETS = 32;
 const ECDS_MAX_OBJECT_BYTES = 1024 * 1024;
-const REQUESTS = Number(process.argv[3] ?? 300);
-const WARMUP = Number(process.argv[4] ?? 30);
+const REQUESTS = Number(process.argv[3] ?? 1000);
+const WARMUP = Number(process.argv[4] ?? 50);
 const CIDRS_PER_SHOOT = 10;
 // Bounds every measurement loop in time as well as in count (a stuck Envoy must not hang the bench).
 const ROW_BUDGET_MS = 60_000;

@@ -2,12 +2,19 @@ import { z } from 'zod';
 import type { Cidr } from './cidr.js';
 import { cidrStringSchema } from './cidr-schema.js';
 import { combinedConnectPolicy, combinedPolicyBytes, shardBudget } from '../rbac/combined-connect-filters.js';
-import { matcherEntryBytes, shootAclLeaf } from '../rbac/connect-matcher.js';
+import { RESERVED_HEADER_PREFIX, matcherEntryBytes, shootAclLeaf } from '../rbac/connect-matcher.js';
 import { fieldErrorsFromZod, REPORT_INPUT, type FieldError } from './field-errors.js';
 
 const port = z.number().int().min(1).max(65535);
 // RFC 7230 token characters; Envoy compares header names case-insensitively.
-const headerName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, { error: 'must be an HTTP header name such as X-Gardener-Destination' });
+const headerName = z
+  .string()
+  .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, { error: 'must be an HTTP header name such as X-Gardener-Destination' })
+  // The matcher forms set headers of this prefix themselves (target IDs, client addresses).
+  .refine((name) => !name.toLowerCase().startsWith(RESERVED_HEADER_PREFIX), {
+    error: (issue) =>
+      `${JSON.stringify(issue.input)} starts with ${RESERVED_HEADER_PREFIX}, which the extension reserves for the headers it sets; name a header a route takes the cluster from, such as X-Gardener-Destination`,
+  });
 
 export const DEFAULT_PROTECTED_HEADERS = ['Reversed-VPN', 'X-Gardener-Destination'] as const;
 export const DEFAULT_PROTECTED_PORTS = [8132, 8443] as const;
@@ -58,7 +65,8 @@ export function maximalShootPolicyBytes(config: SizeInputs, cidrs: number): numb
       const shoot = { technicalID: LONGEST_TECHNICAL_ID, rule: { action, type: 'direct_remote_ip', cidrs: ruleCidrs, mode: 'enforce' }, alwaysAllowed } as const;
       const bytes =
         isMatcherForm(config.combinedForm)
-          ? matcherEntryBytes(LONGEST_TECHNICAL_ID, shootAclLeaf(shoot), config.protectedHeaders.length)
+          ? // ECDS buckets hold each leaf once, whatever the headers; matcher shards once per header.
+            matcherEntryBytes(LONGEST_TECHNICAL_ID, shootAclLeaf(shoot), config.combinedForm === 'ecds' ? 1 : config.protectedHeaders.length)
           : combinedPolicyBytes(LONGEST_TECHNICAL_ID, combinedConnectPolicy(shoot, config));
       most = Math.max(most, bytes);
     }

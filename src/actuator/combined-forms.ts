@@ -16,8 +16,12 @@ import {
   ecdsBucketObject,
   ecdsBucketObjectName,
   ecdsBucketPlan,
+  ecdsEntryBytes,
   ecdsListenerObject,
   ecdsListenerObjectName,
+  ecdsResourceName,
+  discoveredResourceNames,
+  otherStoredResources,
   parseEcdsBucketObjectName,
   parseEcdsListenerObjectName,
   storedBucketCount,
@@ -80,9 +84,10 @@ export interface CombinedForm extends CombinedFormReader {
   /** Objects the shards of a gateway and port work with (see supportNamesShards for their order). */
   supporting(gateway: GatewayWorkload, port: number, placement: Placement): CombinedWrite[];
   /**
-   * What a shard holds while stored supporting objects still expect more of it (ECDS: resources
-   * for headers a stored listener part still names); the final content follows in a later sync,
-   * once none does. Undefined when the final content can be written now.
+   * What a shard holds while stored supporting objects still expect more of it (ECDS: guards for
+   * headers a stored listener part still checks, and an earlier version's resources it still
+   * names); the final content follows in a later sync, once none does. Undefined when the final
+   * content can be written now.
    */
   transitionalShard?(stored: readonly EnvoyFilterObject[], gateway: GatewayWorkload, shard: number, entries: ReadonlyMap<string, PolicyEntry<unknown>>): CombinedWrite | undefined;
   /**
@@ -185,17 +190,18 @@ function storedBuckets(stored: readonly EnvoyFilterObject[]): number {
 function ecdsForm(operator: OperatorConfig): CombinedForm {
   const headers = operator.protectedHeaders;
   const leafForm = matcherForm(operator);
+  const bytes = (id: string, entry: PolicyEntry<unknown>): number => ecdsEntryBytes(id, entry.policy as OnMatch);
   const bucketPlacement = (shoots: readonly ShootPolicy[], buckets: number, stored: readonly EnvoyFilterObject[]): Placement & { readonly overflowing: boolean } => {
     const { items, unplaced } = sizedForShards(shoots, operator.maxObjectBytes, (shoot) => {
       const entry = leafForm.entry(shoot);
-      return { bytes: leafForm.bytes(shoot.technicalID, entry), item: entry };
+      return { bytes: bytes(shoot.technicalID, entry), item: entry };
     });
     // Where each shoot is stored now (the first gateway's buckets: all gateways get the same content).
     const places = new Map<string, StoredPlace>();
     for (const filter of [...stored].sort((a, b) => a.metadata.namespace.localeCompare(b.metadata.namespace))) {
       const bucket = parseEcdsBucketObjectName(filter.metadata.name);
       if (bucket === undefined) continue;
-      for (const [id, entry] of storedMatcherEntries(filter.spec)) if (!places.has(id)) places.set(id, { bucket, bytes: leafForm.bytes(id, entry) });
+      for (const [id, entry] of storedMatcherEntries(filter.spec)) if (!places.has(id)) places.set(id, { bucket, bytes: bytes(id, entry) });
     }
     const plan = ecdsBucketPlan(items, buckets, operator.maxObjectBytes, places);
     return {
@@ -210,7 +216,7 @@ function ecdsForm(operator: OperatorConfig): CombinedForm {
     shardPorts: [ALL_PORTS],
     supportNamesShards: true,
     entry: leafForm.entry,
-    bytes: leafForm.bytes,
+    bytes,
     place: (shoots, stored) => {
       const wanted = bucketPlacement(shoots, operator.ecdsBuckets, stored);
       // Fewer buckets than stored would leave a full bucket's shoot out of every bucket the listeners
@@ -227,11 +233,21 @@ function ecdsForm(operator: OperatorConfig): CombinedForm {
     shard: (gateway, _port, bucket, entries) => ecdsBucketObject(gateway, bucket, headers, entries as ReadonlyMap<string, MatcherEntry>),
     supporting: (gateway, _port, placement) => operator.protectedPorts.map((port) => ecdsListenerObject(gateway, port, headers, placement.buckets ?? operator.ecdsBuckets)),
     transitionalSupport: () => undefined,
-    // Listener parts still naming a removed header's resources keep them answered until they are rewritten.
+    // While stored listener parts still check a removed header, the bucket guards it too; while
+    // they name resources of an earlier version (one per bucket and header), the bucket keeps
+    // those verbatim, so no listener names a resource that is not stored. Both go in a later sync.
     transitionalShard: (stored, gateway, bucket, entries) => {
-      const named = stored.filter(sameNamespace(gateway.namespace)).filter((f) => parseEcdsListenerObjectName(f.metadata.name) !== undefined).flatMap((f) => extractedHeaders(f.spec));
-      const union = [...new Set([...headers, ...named])].sort();
-      return union.length === headers.length ? undefined : ecdsBucketObject(gateway, bucket, union, entries as ReadonlyMap<string, MatcherEntry>);
+      const parts = stored.filter(sameNamespace(gateway.namespace)).filter((f) => parseEcdsListenerObjectName(f.metadata.name) !== undefined);
+      const union = [...new Set([...headers, ...parts.flatMap((f) => extractedHeaders(f.spec))])].sort();
+      const named = new Set(parts.flatMap((f) => discoveredResourceNames(f.spec)));
+      const storedBucket = stored.find((f) => f.metadata.namespace === gateway.namespace && f.metadata.name === ecdsBucketObjectName(bucket));
+      const carried = storedBucket ? otherStoredResources(storedBucket.spec, ecdsResourceName(bucket)).filter((p) => named.has(p.patch.value.name)) : [];
+      if (union.length === headers.length && carried.length === 0) return undefined;
+      const widened = ecdsBucketObject(gateway, bucket, union, entries as ReadonlyMap<string, MatcherEntry>);
+      const withCarried = { ...widened, spec: { ...widened.spec, configPatches: [...widened.spec.configPatches, ...carried] } };
+      // Too large to store: the earlier resources go at once (a gateway pod starting before the listener parts are rewritten waits for them; running ones keep what they hold).
+      if (JSON.stringify(withCarried).length <= operator.maxObjectBytes) return withCarried;
+      return union.length === headers.length ? undefined : widened;
     },
     storedShards: (filter) => {
       const bucket = parseEcdsBucketObjectName(filter.metadata.name);

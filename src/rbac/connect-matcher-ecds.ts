@@ -1,14 +1,30 @@
 // ECDS delivery of the matcher form. An ACL change must not change a listener: Envoy drains every
 // connection of a changed filter chain, which on the CONNECT listeners is every tunnel of every
 // shoot (docs/envoy-listener-updates.md). So the listeners carry only fixed content: per port the
-// extraction and, for a fixed number of buckets, one HTTP filter per protected header whose config
-// Envoy fetches by name through ECDS. The shoots' leaves travel in the bucket objects
-// (EnvoyFilter EXTENSION_CONFIG patches); changing one rewrites one bucket's resources and no
-// listener. Both ports name the same resources: Envoy fetches each once (and still builds the
-// filter per listener).
+// extraction and, for a fixed number of buckets, HTTP filters whose config Envoy fetches by name
+// through ECDS. The shoots' leaves travel in the bucket objects (EnvoyFilter EXTENSION_CONFIG
+// patches); changing one rewrites one bucket's resource and no listener.
+//
+// One resource per bucket serves every protected header: it looks the shoot up in one target
+// header, and the listener checks each header in turn, setting the target to that header's ID
+// and naming every bucket again. Envoy keeps each resource's config once and builds it once per
+// filter that names it, so a resource per header would hold every leaf once more.
 import type { GatewayWorkload, SeedAcl, ShootPolicy } from '../acl/model.js';
 import { CONNECT_FILTER_PREFIX, shardBudget, sizedForShards } from './combined-connect-filters.js';
-import { EXTRACTION_PRIORITY, extractedHeaders, extractionFilter, headerRbacFilter, matcherEntryBytes, matcherFormObject, shootAclLeaf, targetHeaderFilter, type MatcherEntry } from './connect-matcher.js';
+import {
+  EXTRACTION_PRIORITY,
+  extractedHeaders,
+  extractedValue,
+  extractionFilters,
+  lookupRbacFilter,
+  matcherEntryBytes,
+  matcherFormObject,
+  metadataKey,
+  setHeadersFilter,
+  shootAclLeaf,
+  type MatcherEntry,
+  type OnMatch,
+} from './connect-matcher.js';
 import { isRecord } from '../kube/object-json.js';
 import { HTTP_RBAC_TYPE } from './envoy-rbac-types.js';
 import { MANAGED_BY, MANAGED_BY_LABEL, ROLE_LABEL, type DiscoveredFilter, type ExtensionConfigPatch, type GeneratedEnvoyFilter, type MatcherFormPatch } from './envoy-filter-types.js';
@@ -17,13 +33,17 @@ import { fixedBuckets, fnv1a64, jumpHash, type Sized, type StoredPlace } from '.
 
 const pad = (n: number): string => String(n).padStart(3, '0');
 
-/**
- * The ECDS resource (and HTTP filter) name of one bucket and protected header: fixed, whatever the
- * shoots. Named by the header itself, so a changed header list can never leave a listener naming a
- * resource that checks another header.
- */
-export function ecdsResourceName(bucket: number, header: string): string {
-  return `${FILTER_NAMES.connect}-b${pad(bucket)}-${header.toLowerCase()}`;
+/** The ECDS resource (and HTTP filter) name of one bucket: fixed, whatever the shoots and headers. */
+export function ecdsResourceName(bucket: number): string {
+  return `${FILTER_NAMES.connect}-bucket-${pad(bucket)}`;
+}
+
+/** The header the bucket resources look the shoot up in: set, before each header's turn, to the ID that header names. */
+export const ECDS_TARGET_HEADER = 'x-gardener-acl-target';
+
+/** Bytes one shoot takes in a bucket: its leaf once, whatever the headers. */
+export function ecdsEntryBytes(technicalID: string, leaf: OnMatch): number {
+  return matcherEntryBytes(technicalID, leaf, 1);
 }
 
 /** The per-port object with the listener's fixed part. */
@@ -43,19 +63,17 @@ function discovered(name: string): DiscoveredFilter {
   return { name, config_discovery: { config_source: { ads: {}, initial_fetch_timeout: '0s' }, type_urls: [HTTP_RBAC_TYPE] } };
 }
 
-/** The listener's fixed part on `port`: extraction, target headers, then every bucket's filter per header. */
+/** The listener's fixed part on `port`: extraction, then per protected header its ID as the target and every bucket's filter. */
 export function ecdsListenerObject(gateway: GatewayWorkload, port: number, headers: readonly string[], buckets: number): GeneratedEnvoyFilter<MatcherFormPatch> {
-  const references = Array.from({ length: buckets }, (_, bucket) => headers.map((header) => discovered(ecdsResourceName(bucket, header)))).flat();
-  return matcherFormObject(
-    gateway,
-    ecdsListenerObjectName(port),
-    port,
-    [extractionFilter(`${FILTER_NAMES.connect}-extract-${port}`, headers), targetHeaderFilter(`${FILTER_NAMES.connect}-target-${port}`, headers), ...references],
-    EXTRACTION_PRIORITY,
-  );
+  const references = Array.from({ length: buckets }, (_, bucket) => discovered(ecdsResourceName(bucket)));
+  const turns = headers.flatMap((header) => [
+    setHeadersFilter(`${FILTER_NAMES.connect}-target-${port}-${header.toLowerCase()}`, [{ key: ECDS_TARGET_HEADER, value: extractedValue(metadataKey(header)) }]),
+    ...references,
+  ]);
+  return matcherFormObject(gateway, ecdsListenerObjectName(port), port, [...extractionFilters(port, headers, []), ...turns], EXTRACTION_PRIORITY);
 }
 
-/** One bucket's ECDS resources (one RBAC config per protected header) for exactly `entries`. */
+/** One bucket's ECDS resource for exactly `entries`; it refuses requests whose `headers` the extraction did not read. */
 export function ecdsBucketObject(gateway: GatewayWorkload, bucket: number, headers: readonly string[], entries: ReadonlyMap<string, MatcherEntry>): GeneratedEnvoyFilter<ExtensionConfigPatch> {
   return {
     apiVersion: 'networking.istio.io/v1alpha3',
@@ -63,7 +81,7 @@ export function ecdsBucketObject(gateway: GatewayWorkload, bucket: number, heade
     metadata: { name: ecdsBucketObjectName(bucket), namespace: gateway.namespace, labels: { [MANAGED_BY_LABEL]: MANAGED_BY, [ROLE_LABEL]: 'connect' } },
     spec: {
       workloadSelector: { labels: gateway.selector },
-      configPatches: headers.map((header) => ({ applyTo: 'EXTENSION_CONFIG', patch: { operation: 'ADD', value: headerRbacFilter(ecdsResourceName(bucket, header), header, entries) } })),
+      configPatches: [{ applyTo: 'EXTENSION_CONFIG', patch: { operation: 'ADD', value: lookupRbacFilter(ecdsResourceName(bucket), headers, ECDS_TARGET_HEADER, entries) } }],
     },
   };
 }
@@ -116,7 +134,7 @@ export function buildEcdsConnectObjects(
   const headers = operator.protectedHeaders;
   const { items, unplaced } = sizedForShards(seed.shoots, operator.maxObjectBytes, (shoot) => {
     const leaf = shootAclLeaf(shoot);
-    return { bytes: matcherEntryBytes(shoot.technicalID, leaf, headers.length), item: { mode: shoot.rule.mode, policy: leaf } satisfies MatcherEntry };
+    return { bytes: ecdsEntryBytes(shoot.technicalID, leaf), item: { mode: shoot.rule.mode, policy: leaf } satisfies MatcherEntry };
   });
   const plan = ecdsBucketPlan(items, buckets, operator.maxObjectBytes);
   const problem = [...unplaced.values(), ...plan.overflow.values()][0];
@@ -135,4 +153,24 @@ export function storedBucketCount(spec: unknown): number | undefined {
   const references = patches.filter((patch) => isRecord(patch) && isRecord(patch['patch']) && isRecord(patch['patch']['value']) && 'config_discovery' in patch['patch']['value']).length;
   if (headers === 0 || references === 0 || references % headers !== 0) return undefined;
   return references / headers;
+}
+
+const storedPatchValues = (spec: unknown): { readonly patch: Record<string, unknown>; readonly value: Record<string, unknown> }[] => {
+  const patches: unknown[] = isRecord(spec) && Array.isArray(spec['configPatches']) ? spec['configPatches'] : [];
+  return patches.flatMap((patch) => (isRecord(patch) && isRecord(patch['patch']) && isRecord(patch['patch']['value']) ? [{ patch, value: patch['patch']['value'] }] : []));
+};
+
+/** The ECDS resources a stored listener part names. */
+export function discoveredResourceNames(spec: unknown): string[] {
+  return storedPatchValues(spec).flatMap(({ value }) => ('config_discovery' in value && typeof value['name'] === 'string' ? [value['name']] : []));
+}
+
+/**
+ * A stored bucket's resources other than `except`, verbatim: an earlier version's resources
+ * (one per bucket and header) that stored listener parts may still name.
+ */
+export function otherStoredResources(spec: unknown, except: string): ExtensionConfigPatch[] {
+  return storedPatchValues(spec).flatMap(({ patch, value }) =>
+    patch['applyTo'] === 'EXTENSION_CONFIG' && typeof value['name'] === 'string' && value['name'] !== except ? [patch as unknown as ExtensionConfigPatch] : [],
+  );
 }

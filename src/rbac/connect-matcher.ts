@@ -5,12 +5,19 @@
 // an exact-match map whose leaf is the shoot's ACL as IP-range tries (always-allowed first, then
 // the rule). Cost per request: one regex and one hash lookup per header and shard, however many
 // shoots the shard holds.
+//
+// The tries read the client's address in one canonical form: the extraction writes an IPv4-mapped
+// address (`::ffff:a.b.c.d`, what a dual-stack socket or a PROXY v2 header can present) as the
+// IPv4 address it stands for. Envoy's own address inputs keep the mapped form, which matches only
+// IPv6 ranges, so every IPv4 range would need its mapped twin in every leaf: at 5,000 shoots that
+// was a third of Envoy's memory for the ACLs.
 import { isRecord } from '../kube/object-json.js';
-import { IPV4_MAPPED_BLOCK, cidrContains, formatAddress, formatCidr, ipv4ToMapped, type Cidr } from '../acl/cidr.js';
+import { canonicalFamily, compareCidrs, formatAddress, formatCidr, type Cidr } from '../acl/cidr.js';
 import type { GatewayWorkload, SeedAcl, ShootPolicy } from '../acl/model.js';
 import type { PrincipalType } from '../acl/provider-config.js';
 import { MANAGED_BY, MANAGED_BY_LABEL, ROLE_LABEL, type GeneratedEnvoyFilter, type MatcherFormFilter, type MatcherFormPatch } from './envoy-filter-types.js';
 import { HTTP_RBAC_TYPE } from './envoy-rbac-types.js';
+import { commonAdmitted, withHoisted, withoutHoisted } from './hoisted-ranges.js';
 import { FILTER_NAMES, type PolicyEntry } from './filter-values.js';
 import { indexedShards } from './sharding.js';
 import { CONNECT_FILTER_PREFIX, shardBudget, sizedForShards } from './combined-connect-filters.js';
@@ -21,8 +28,6 @@ export const HEADER_TO_METADATA_TYPE = 'type.googleapis.com/envoy.extensions.fil
 const HEADER_INPUT_TYPE = 'type.googleapis.com/envoy.type.matcher.v3.HttpRequestHeaderMatchInput';
 const METADATA_INPUT_TYPE = 'type.googleapis.com/envoy.extensions.matching.common_inputs.network.v3.DynamicMetadataInput';
 const METADATA_MATCHER_TYPE = 'type.googleapis.com/envoy.extensions.matching.input_matchers.metadata.v3.Metadata';
-const SOURCE_IP_INPUT_TYPE = 'type.googleapis.com/envoy.extensions.matching.common_inputs.network.v3.SourceIPInput';
-const DIRECT_SOURCE_IP_INPUT_TYPE = 'type.googleapis.com/envoy.extensions.matching.common_inputs.network.v3.DirectSourceIPInput';
 const IP_MATCHER_TYPE = 'type.googleapis.com/xds.type.matcher.v3.IPMatcher';
 const RBAC_ACTION_TYPE = 'type.googleapis.com/envoy.config.rbac.v3.Action';
 
@@ -30,6 +35,28 @@ const RBAC_ACTION_TYPE = 'type.googleapis.com/envoy.config.rbac.v3.Action';
 export const METADATA_NAMESPACE = 'gardener-acl';
 /** Action name of the guard that refuses a request whose header was not looked at (extraction missing). */
 export const UNEXTRACTED_ACTION = 'gardener-acl-unextracted';
+/** Action name of the ranges every shoot of a lookup admits, checked before the lookup. */
+export const ADMITTED_BY_EVERY_SHOOT = 'gardener-acl-always-allowed';
+
+/**
+ * The request headers the tries read the client's address from, set by the extraction only (a
+ * value the client sent is removed first): the stream's remote address (what `remote_ip` and, on
+ * Istio gateways, `source_ip` mean) and the connection's peer (`direct_remote_ip`). Reserved: no
+ * protected header may start with `x-gardener-acl-`.
+ */
+export const REMOTE_ADDRESS_HEADER = 'x-gardener-acl-remote-address';
+export const DIRECT_ADDRESS_HEADER = 'x-gardener-acl-direct-address';
+export const RESERVED_HEADER_PREFIX = 'x-gardener-acl-';
+const ADDRESS_SOURCES = [
+  { header: REMOTE_ADDRESS_HEADER, format: '%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%' },
+  { header: DIRECT_ADDRESS_HEADER, format: '%DOWNSTREAM_DIRECT_REMOTE_ADDRESS_WITHOUT_PORT%' },
+] as const;
+/**
+ * An IPv4-mapped address as Envoy prints it (inet_ntop: `::ffff:` and a dotted tail) becomes the
+ * IPv4 address; every other value matches the second branch and is kept as it is.
+ */
+export const CANONICAL_ADDRESS = String.raw`^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$|^(\C*)$`;
+const CANONICAL_REWRITE = String.raw`\1\2`;
 
 /**
  * The forms of a destination header value that can route to a shoot, anchored at its start (Envoy
@@ -59,9 +86,7 @@ function action(name: string, verdict: 'ALLOW' | 'DENY'): OnMatch {
 function ipInput(type: PrincipalType): Json {
   // source_ip (the connection's address after PROXY protocol) equals the stream's remote address
   // on Istio gateways, which use the connection address (use_remote_address, no trusted XFF hops).
-  return type === 'direct_remote_ip'
-    ? { name: 'direct-source-ip', typed_config: { '@type': DIRECT_SOURCE_IP_INPUT_TYPE } }
-    : { name: 'source-ip', typed_config: { '@type': SOURCE_IP_INPUT_TYPE } };
+  return headerInput(type === 'direct_remote_ip' ? DIRECT_ADDRESS_HEADER : REMOTE_ADDRESS_HEADER);
 }
 
 function range(cidr: Cidr): Json {
@@ -69,40 +94,48 @@ function range(cidr: Cidr): Json {
 }
 
 /**
- * The address ranges that stand for `cidrs` whatever form the address takes (as cidrPrincipals):
- * an IPv4 range also as its IPv4-mapped twin; an IPv6 range that spans the mapped block does not
- * cover it, which the most specific range expresses: the block itself, mapped to "not in set".
+ * The ranges of `cidrs` as the tries see addresses: IPv4 space as IPv4 (the client address is
+ * canonical, so an IPv6 range, even one spanning ::ffff:0:0/96, never covers an IPv4 client),
+ * deduplicated and sorted.
  */
-function addressSet(cidrs: readonly Cidr[]): { inSet: Cidr[]; outOfSet: Cidr[] } {
-  const inSet = new Map<string, Cidr>();
-  let excludeMapped = false;
-  for (const cidr of cidrs) {
-    if (cidr.family === 4) {
-      for (const c of [cidr, ipv4ToMapped(cidr)]) inSet.set(formatCidr(c), c);
-    } else if (cidrContains(cidr, IPV4_MAPPED_BLOCK)) {
-      excludeMapped = true;
-      // The block itself would admit only IPv4-mapped clients, which it must not.
-      if (cidr.prefixLen < IPV4_MAPPED_BLOCK.prefixLen) inSet.set(formatCidr(cidr), cidr);
-    } else {
-      inSet.set(formatCidr(cidr), cidr);
-    }
-  }
-  const block = formatCidr(IPV4_MAPPED_BLOCK);
-  // IPv4 0.0.0.0/0 maps to exactly the block: then it is in the set.
-  const outOfSet = excludeMapped && !inSet.has(block) ? [IPV4_MAPPED_BLOCK] : [];
-  return { inSet: [...inSet.values()], outOfSet };
+function addressSet(cidrs: readonly Cidr[]): Cidr[] {
+  const set = new Map<string, Cidr>();
+  for (const cidr of cidrs.map(canonicalFamily)) set.set(formatCidr(cidr), cidr);
+  return [...set.values()].sort(compareCidrs);
 }
 
 /** A node: the client address (of `type`) in `cidrs` → `inside`, otherwise → `outside`. */
 function ipNode(type: PrincipalType, cidrs: readonly Cidr[], inside: OnMatch, outside: OnMatch): OnMatch {
-  const { inSet, outOfSet } = addressSet(cidrs);
+  const inSet = addressSet(cidrs);
   if (inSet.length === 0) return outside;
-  const rangeMatchers: Json[] = [{ ranges: inSet.map(range), on_match: inside }];
-  if (outOfSet.length > 0) rangeMatchers.push({ ranges: outOfSet.map(range), on_match: outside });
   return {
     matcher: {
-      matcher_tree: { input: ipInput(type), custom_match: { name: 'ip-ranges', typed_config: { '@type': IP_MATCHER_TYPE, range_matchers: rangeMatchers } } },
+      matcher_tree: {
+        input: ipInput(type),
+        custom_match: { name: 'ip-ranges', typed_config: { '@type': IP_MATCHER_TYPE, range_matchers: [{ ranges: inSet.map(range), on_match: inside }] } },
+      },
       on_no_match: outside,
+    },
+  };
+}
+
+/**
+ * A DENY rule's node: the client address (of `type`) in `cidrs` → refused, any other address →
+ * admitted, and no address (the extraction's header missing, or not an IP) → refused. The more
+ * specific range wins in Envoy's IP matcher, and on equal length the first listed.
+ */
+function denyNode(type: PrincipalType, cidrs: readonly Cidr[], deny: OnMatch, allow: OnMatch): OnMatch {
+  const everyAddress = [{ address_prefix: '0.0.0.0', prefix_len: 0 }, { address_prefix: '::', prefix_len: 0 }];
+  return {
+    matcher: {
+      matcher_tree: {
+        input: ipInput(type),
+        custom_match: {
+          name: 'ip-ranges',
+          typed_config: { '@type': IP_MATCHER_TYPE, range_matchers: [{ ranges: addressSet(cidrs).map(range), on_match: deny }, { ranges: everyAddress, on_match: allow }] },
+        },
+      },
+      on_no_match: deny,
     },
   };
 }
@@ -110,7 +143,8 @@ function ipNode(type: PrincipalType, cidrs: readonly Cidr[], inside: OnMatch, ou
 /**
  * DESIGN section 3 for one shoot as a matcher leaf: the remote address in A(S) admits; otherwise
  * ALLOW admits a client in the rule's CIDRs and DENY refuses one. Actions are named by the
- * technical ID, so per-rule counters and the access log name the shoot.
+ * technical ID, so per-rule counters and the access log name the shoot (except for clients that
+ * ranges every shoot of the lookup admits let in first: `gardener-acl-always-allowed`).
  */
 export function shootAclLeaf(shoot: Pick<ShootPolicy, 'technicalID' | 'rule' | 'alwaysAllowed'>): OnMatch {
   const id = shoot.technicalID;
@@ -118,11 +152,12 @@ export function shootAclLeaf(shoot: Pick<ShootPolicy, 'technicalID' | 'rule' | '
   const allow = action(id, 'ALLOW');
   const deny = action(id, 'DENY');
   if (rule.action === 'ALLOW' && rule.type === 'remote_ip') return ipNode('remote_ip', [...shoot.alwaysAllowed, ...rule.cidrs], allow, deny);
-  const ruleNode = rule.action === 'ALLOW' ? ipNode(rule.type, rule.cidrs, allow, deny) : ipNode(rule.type, rule.cidrs, deny, allow);
+  const ruleNode = rule.action === 'ALLOW' ? ipNode(rule.type, rule.cidrs, allow, deny) : denyNode(rule.type, rule.cidrs, deny, allow);
   return ipNode('remote_ip', shoot.alwaysAllowed, allow, ruleNode);
 }
 
-function metadataKey(header: string): string {
+/** The metadata key the extraction writes a protected header's ID under. */
+export function metadataKey(header: string): string {
   return header.toLowerCase();
 }
 
@@ -131,47 +166,65 @@ export function targetHeader(header: string): string {
   return `x-gardener-acl-target-${header.toLowerCase()}`;
 }
 
-/**
- * Copies each extracted ID from dynamic metadata into its target header (the matching API reads
- * metadata only as a structured value, not as a string a map can be keyed on). A target header
- * the client sent is removed first, so only the extraction can set it.
- */
-export function targetHeaderFilter(name: string, headers: readonly string[]): MatcherFormFilter {
+/** A header mutation that sets each header to its formatted value; whatever the client sent under that name is removed first. */
+export function setHeadersFilter(name: string, headers: readonly { readonly key: string; readonly value: string }[]): MatcherFormFilter {
   return {
     name,
     typed_config: {
       '@type': HEADER_MUTATION_TYPE,
       mutations: {
         request_mutations: [
-          ...headers.map((header) => ({ remove: targetHeader(header) })),
-          ...headers.map((header) => ({
-            append: {
-              header: { key: targetHeader(header), value: `%DYNAMIC_METADATA(${METADATA_NAMESPACE}:${metadataKey(header)})%` },
-              append_action: 'OVERWRITE_IF_EXISTS_OR_ADD',
-            },
-          })),
+          ...headers.map(({ key }) => ({ remove: key })),
+          ...headers.map((header) => ({ append: { header, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' } })),
         ],
       },
     },
   };
 }
 
-/** Copies the technical ID a routable value of each protected header names into dynamic metadata. */
+/** The formatter value of an extracted metadata entry. */
+export function extractedValue(key: string): string {
+  return `%DYNAMIC_METADATA(${METADATA_NAMESPACE}:${key})%`;
+}
+
+/** Sets the address headers to the client's addresses as Envoy prints them, for the extraction to canonicalize. */
+export function clientAddressFilter(name: string): MatcherFormFilter {
+  return setHeadersFilter(
+    name,
+    ADDRESS_SOURCES.map(({ header, format }) => ({ key: header, value: format })),
+  );
+}
+
+/**
+ * Copies each extracted ID from dynamic metadata into its target header (the matching API reads
+ * metadata only as a structured value, not as a string a map can be keyed on), and the canonical
+ * client addresses into the address headers the tries read.
+ */
+export function targetHeaderFilter(name: string, headers: readonly string[]): MatcherFormFilter {
+  return setHeadersFilter(name, [
+    ...headers.map((header) => ({ key: targetHeader(header), value: extractedValue(metadataKey(header)) })),
+    ...ADDRESS_SOURCES.map(({ header }) => ({ key: header, value: extractedValue(header) })),
+  ]);
+}
+
+/**
+ * Copies the technical ID a routable value of each protected header names into dynamic metadata,
+ * and the client's addresses in canonical form.
+ */
 export function extractionFilter(name: string, headers: readonly string[]): MatcherFormFilter {
+  const rule = (header: string, key: string, regex: string, substitution: string) => ({
+    header,
+    on_header_present: { metadata_namespace: METADATA_NAMESPACE, key, type: 'STRING', regex_value_rewrite: { pattern: { regex }, substitution } },
+    remove: false,
+  });
   return {
     name,
     typed_config: {
       '@type': HEADER_TO_METADATA_TYPE,
-      request_rules: headers.map((header) => ({
-        header,
-        on_header_present: {
-          metadata_namespace: METADATA_NAMESPACE,
-          key: metadataKey(header),
-          type: 'STRING',
-          regex_value_rewrite: { pattern: { regex: ROUTABLE_DESTINATION }, substitution: REWRITE },
-        },
-        remove: false,
-      })),
+      request_rules: [
+        ...headers.map((header) => rule(header, metadataKey(header), ROUTABLE_DESTINATION, REWRITE)),
+        ...ADDRESS_SOURCES.map(({ header }) => rule(header, header, CANONICAL_ADDRESS, CANONICAL_REWRITE)),
+      ],
     },
   };
 }
@@ -181,9 +234,11 @@ const NON_EMPTY: Json = { safe_regex: { google_re2: {}, regex: String.raw`\C+` }
 // Set only by the extraction filter, so a client cannot fake it (unlike a header).
 const EXTRACTED: Json = { name: 'extracted', typed_config: { '@type': METADATA_MATCHER_TYPE, value: { present_match: true } } };
 
-function metadataInput(header: string): Json {
-  return { name: 'extracted-id', typed_config: { '@type': METADATA_INPUT_TYPE, filter: METADATA_NAMESPACE, path: [{ key: metadataKey(header) }] } };
+function metadataInput(key: string): Json {
+  return { name: 'extracted-id', typed_config: { '@type': METADATA_INPUT_TYPE, filter: METADATA_NAMESPACE, path: [{ key }] } };
 }
+
+const notExtracted = (key: string): Json => ({ not_matcher: { single_predicate: { input: metadataInput(key), custom_match: EXTRACTED } } });
 
 function headerInput(header: string): Json {
   return { name: 'header', typed_config: { '@type': HEADER_INPUT_TYPE, header_name: header } };
@@ -192,52 +247,44 @@ function headerInput(header: string): Json {
 const byCodeUnit = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /**
- * The RBAC matcher of one header: a request carrying the header for which the extraction left no
- * metadata is refused (a missing or misplaced extraction must not turn the filter into a
- * pass-through, nor let a client's own target header decide);
- * otherwise the extracted ID selects the shoot's leaf; a value naming no shoot of this map is
- * admitted.
+ * An RBAC matcher that looks the shoot up by `lookupHeader` (a target header). A request carrying
+ * one of `guardHeaders` for which the extraction left no ID is refused: a missing or misplaced
+ * extraction must not turn the filter into a pass-through, nor let a client's own target header
+ * decide. (A missing or unparsable client address needs no guard: every leaf refuses it, see
+ * shootAclLeaf.) Then the ranges every shoot admits, when hoisted; then the extracted ID selects
+ * the shoot's leaf; a value naming no shoot of this map is admitted.
  */
-function headerMatcher(header: string, leaves: ReadonlyMap<string, OnMatch>): Json {
-  const map: Record<string, OnMatch> = {};
-  for (const id of [...leaves.keys()].sort(byCodeUnit)) map[targetKey(id)] = leaves.get(id) as OnMatch;
-  const lookup: OnMatch =
-    Object.keys(map).length === 0
-      ? action('no-acl', 'ALLOW')
-      : {
-          matcher: {
-            matcher_tree: {
-              input: headerInput(targetHeader(header)),
-              exact_match_map: { map },
-            },
-            on_no_match: action('no-acl', 'ALLOW'),
-          },
-        };
-  return {
-    matcher_list: {
-      matchers: [
-        {
-          predicate: {
-            and_matcher: {
-              predicate: [
-                { single_predicate: { input: headerInput(header), value_match: NON_EMPTY } },
-                { not_matcher: { single_predicate: { input: metadataInput(header), custom_match: EXTRACTED } } },
-              ],
-            },
-          },
-          on_match: action(UNEXTRACTED_ACTION, 'DENY'),
-        },
-      ],
-    },
-    on_no_match: lookup,
+function lookupMatcher(guardHeaders: readonly string[], lookupHeader: string, leaves: ReadonlyMap<string, OnMatch>): Json {
+  const remote = ipInput('remote_ip');
+  const ids = [...leaves.keys()].sort(byCodeUnit);
+  const common = leaves.size > 1 ? commonAdmitted([...leaves.values()], remote) : [];
+  const lookupWith = (reduced: (leaf: OnMatch) => OnMatch): OnMatch => {
+    const map: Record<string, OnMatch> = {};
+    for (const id of ids) map[targetKey(id)] = reduced(leaves.get(id) as OnMatch);
+    return ids.length === 0 ? action('no-acl', 'ALLOW') : { matcher: { matcher_tree: { input: headerInput(lookupHeader), exact_match_map: { map } }, on_no_match: action('no-acl', 'ALLOW') } };
   };
+  const plain = lookupWith((leaf) => leaf);
+  const hoisted: OnMatch = {
+    matcher: {
+      matcher_tree: { input: remote, custom_match: { name: 'ip-ranges', typed_config: { '@type': IP_MATCHER_TYPE, range_matchers: [{ ranges: common, on_match: action(ADMITTED_BY_EVERY_SHOOT, 'ALLOW') }] } } },
+      on_no_match: lookupWith((leaf) => withoutHoisted(leaf, common, remote)),
+    },
+  };
+  // Only where it makes the object smaller: shards and buckets are sized by their leaves.
+  const admitted = common.length > 0 && JSON.stringify(hoisted).length < JSON.stringify(plain).length ? hoisted : plain;
+  // A guarded header is present and its ID was not extracted.
+  const unextracted = (header: string): Json => ({
+    and_matcher: { predicate: [{ single_predicate: { input: headerInput(header), value_match: NON_EMPTY } }, notExtracted(metadataKey(header))] },
+  });
+  const guards: Json[] = guardHeaders.map((header) => ({ predicate: unextracted(header), on_match: action(UNEXTRACTED_ACTION, 'DENY') }));
+  return { matcher_list: { matchers: guards }, on_no_match: admitted };
 }
 
 /** One shoot's place in a matcher shard: its leaf, enforced (`matcher`) or only counted (`shadow_matcher`). */
 export type MatcherEntry = PolicyEntry<OnMatch>;
 
-/** The RBAC filter of one header in one shard: enforced shoots in `matcher`, audited ones in `shadow_matcher`. */
-export function headerRbacFilter(name: string, header: string, entries: ReadonlyMap<string, MatcherEntry>): MatcherFormFilter {
+/** An RBAC filter over `entries`: enforced shoots in `matcher`, audited ones in `shadow_matcher`. */
+export function lookupRbacFilter(name: string, guardHeaders: readonly string[], lookupHeader: string, entries: ReadonlyMap<string, MatcherEntry>): MatcherFormFilter {
   const enforced = new Map<string, OnMatch>();
   const audited = new Map<string, OnMatch>();
   for (const [id, entry] of entries) (entry.mode === 'audit' ? audited : enforced).set(id, entry.policy);
@@ -245,10 +292,15 @@ export function headerRbacFilter(name: string, header: string, entries: Readonly
     name,
     typed_config: {
       '@type': HTTP_RBAC_TYPE,
-      matcher: headerMatcher(header, enforced),
-      ...(audited.size > 0 ? { shadow_matcher: headerMatcher(header, audited), track_per_rule_stats: true } : {}),
+      matcher: lookupMatcher(guardHeaders, lookupHeader, enforced),
+      ...(audited.size > 0 ? { shadow_matcher: lookupMatcher(guardHeaders, lookupHeader, audited), track_per_rule_stats: true } : {}),
     },
   };
+}
+
+/** The RBAC filter of one header in one shard of the matcher form. */
+export function headerRbacFilter(name: string, header: string, entries: ReadonlyMap<string, MatcherEntry>): MatcherFormFilter {
+  return lookupRbacFilter(name, [header], targetHeader(header), entries);
 }
 
 function shardSuffix(port: number, shard: number): string {
@@ -286,13 +338,31 @@ export function parseMatcherFilterName(name: string): { readonly port: number; r
   return { port: Number(match[1]), shard: Number(match[2]) };
 }
 
-function leavesOf(matcher: unknown): [string, OnMatch][] {
-  if (!isRecord(matcher) || !isRecord(matcher['on_no_match'])) return [];
-  const lookup = matcher['on_no_match']['matcher'];
-  if (!isRecord(lookup) || !isRecord(lookup['matcher_tree']) || !isRecord(lookup['matcher_tree']['exact_match_map'])) return [];
+/** The shoots' map of a lookup matcher (after the guards and the ranges every shoot admits), and those ranges. */
+export function lookupOf(matcher: unknown): { readonly map: Record<string, unknown>; readonly hoisted: Parameters<typeof withHoisted>[1] } | undefined {
+  if (!isRecord(matcher) || !isRecord(matcher['on_no_match'])) return undefined;
+  let next: unknown = matcher['on_no_match'];
+  let hoisted: Parameters<typeof withHoisted>[1] = [];
+  const remote = ipInput('remote_ip');
+  // The ranges every shoot admits, when hoisted: an IP node before the lookup.
+  const first = isRecord(next) ? next['matcher'] : undefined;
+  if (isRecord(first) && isRecord(first['matcher_tree']) && 'custom_match' in first['matcher_tree']) {
+    hoisted = commonAdmitted([next], remote);
+    next = first['on_no_match'];
+  }
+  const lookup = isRecord(next) ? next['matcher'] : undefined;
+  if (!isRecord(lookup) || !isRecord(lookup['matcher_tree']) || !isRecord(lookup['matcher_tree']['exact_match_map'])) return undefined;
   const map = lookup['matcher_tree']['exact_match_map']['map'];
-  if (!isRecord(map)) return [];
-  return Object.entries(map).flatMap(([key, leaf]): [string, OnMatch][] => (key.startsWith('=') && isRecord(leaf) ? [[key.slice(1), leaf as OnMatch]] : []));
+  return isRecord(map) ? { map, hoisted } : undefined;
+}
+
+function leavesOf(matcher: unknown): [string, OnMatch][] {
+  const found = lookupOf(matcher);
+  if (found === undefined) return [];
+  const remote = ipInput('remote_ip');
+  return Object.entries(found.map).flatMap(([key, leaf]): [string, OnMatch][] =>
+    key.startsWith('=') && isRecord(leaf) ? [[key.slice(1), withHoisted(leaf as OnMatch, found.hoisted, remote)]] : [],
+  );
 }
 
 /**
@@ -308,19 +378,20 @@ export function storedMatcherEntries(spec: unknown): Map<string, MatcherEntry> {
     const config = isRecord(value) ? value['typed_config'] : undefined;
     if (!isRecord(config)) continue;
     for (const [id, leaf] of leavesOf(config['shadow_matcher'])) if (!entries.has(id)) entries.set(id, { mode: 'audit', policy: leaf });
-    for (const [id, leaf] of leavesOf(config['matcher'])) entries.set(id, { mode: 'enforce', policy: leaf });
+    // The first enforced leaf counts: a bucket's own resource comes before an earlier version's it still carries.
+    for (const [id, leaf] of leavesOf(config['matcher'])) if (entries.get(id)?.mode !== 'enforce') entries.set(id, { mode: 'enforce', policy: leaf });
   }
   return entries;
 }
 
-/** The protected headers a stored extraction object reads (its header_to_metadata rules). */
+/** The protected headers a stored extraction object reads (its header_to_metadata rules, without the address headers). */
 export function extractedHeaders(spec: unknown): string[] {
   const patches: unknown[] = isRecord(spec) && Array.isArray(spec['configPatches']) ? spec['configPatches'] : [];
   return patches.flatMap((patch) => {
     const value = isRecord(patch) && isRecord(patch['patch']) ? patch['patch']['value'] : undefined;
     const config = isRecord(value) ? value['typed_config'] : undefined;
     if (!isRecord(config) || config['@type'] !== HEADER_TO_METADATA_TYPE || !Array.isArray(config['request_rules'])) return [];
-    return config['request_rules'].flatMap((rule: unknown) => (isRecord(rule) && typeof rule['header'] === 'string' ? [rule['header']] : []));
+    return config['request_rules'].flatMap((rule: unknown) => (isRecord(rule) && typeof rule['header'] === 'string' && !rule['header'].startsWith(RESERVED_HEADER_PREFIX) ? [rule['header']] : []));
   });
 }
 
@@ -338,20 +409,22 @@ export function parseExtractionObjectName(name: string): number | undefined {
 /**
  * Istio applies EnvoyFilters by ascending priority and each INSERT_FIRST goes to the front, so the
  * extraction, applied after the shards, runs before every one of them. Were it missing or placed
- * after them, every shard refuses the requests carrying a protected header (see headerMatcher).
+ * after them, every shard refuses the requests carrying a protected header (see lookupMatcher).
  */
 export const EXTRACTION_PRIORITY = 10;
 
-/** The per-port extraction: IDs into metadata, then into the target headers. */
+/** The per-port extraction: client addresses into headers, IDs and canonical addresses into metadata, then into the headers the RBAC filters read. */
 export function extractionObject(gateway: GatewayWorkload, port: number, headers: readonly string[]): GeneratedEnvoyFilter<MatcherFormPatch> {
-  const suffix = `${port}`;
-  return matcherFormObject(
-    gateway,
-    extractionObjectName(port),
-    port,
-    [extractionFilter(`${FILTER_NAMES.connect}-extract-${suffix}`, headers), targetHeaderFilter(`${FILTER_NAMES.connect}-target-${suffix}`, headers)],
-    EXTRACTION_PRIORITY,
-  );
+  return matcherFormObject(gateway, extractionObjectName(port), port, extractionFilters(port, headers), EXTRACTION_PRIORITY);
+}
+
+/** The extraction's filters on `port`, in chain order: addresses, extraction, target and address headers. */
+export function extractionFilters(port: number, headers: readonly string[], targetHeaders: readonly string[] = headers): MatcherFormFilter[] {
+  return [
+    clientAddressFilter(`${FILTER_NAMES.connect}-address-${port}`),
+    extractionFilter(`${FILTER_NAMES.connect}-extract-${port}`, headers),
+    targetHeaderFilter(`${FILTER_NAMES.connect}-target-${port}`, targetHeaders),
+  ];
 }
 
 /** One shard's object: one RBAC filter per protected header, first in the port's HTTP chain after the extraction. */
@@ -371,9 +444,9 @@ export function matcherConnectFilter(
   );
 }
 
-/** Bytes one shoot takes in a shard of the matcher form: its leaf once per header, with its key. */
+/** Bytes one shoot takes in a shard of the matcher form: its leaf once per header, with its key (`"=<id>":<leaf>,`). */
 export function matcherEntryBytes(technicalID: string, leaf: OnMatch, headers: number): number {
-  return (JSON.stringify(leaf).length + technicalID.length + 4) * headers;
+  return (JSON.stringify(leaf).length + technicalID.length + 5) * headers;
 }
 
 /** The matcher-form combined filters, sharded and ordered as the rules form's. */

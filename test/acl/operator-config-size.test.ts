@@ -74,3 +74,12 @@ describe('operator configuration: combinedForm and ecdsBuckets', () => {
     expect(config({ combinedForm: 'ecds' }).ecdsBuckets).toBe(32);
   });
 });
+
+describe('operator configuration: protected headers', () => {
+  it('refuses a header of the prefix the matcher forms set themselves, naming the value and the fix', () => {
+    expect(errors({ protectedHeaders: ['X-Gardener-Destination', 'X-Gardener-ACL-Remote-Address'] })).toEqual([
+      'protectedHeaders[1]: "X-Gardener-ACL-Remote-Address" starts with x-gardener-acl-, which the extension reserves for the headers it sets; name a header a route takes the cluster from, such as X-Gardener-Destination',
+    ]);
+    expect(errors({ protectedHeaders: ['X-Gardener-Destination', 'X-Gardener-Aclx'] })).toEqual([]);
+  });
+});

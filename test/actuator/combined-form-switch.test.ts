@@ -270,7 +270,7 @@ describe('the ECDS form in the write plan', () => {
 
   it('fewer buckets than the shoots need: the stored count stays and the shoots that would lose their bucket are reported', () => {
     const store: Store = new Map();
-    const shoots = range(0, 20);
+    const shoots = range(0, 60);
     replayChecked(store, ECDS, shoots, []);
     const tight = { ...ECDS, ecdsBuckets: 2 };
     const plan = planCombinedWrites({ operator: tight, gateways: GATEWAYS, shoots, stored: [...store.values()] });
@@ -288,7 +288,7 @@ describe('the ECDS form in the write plan', () => {
     const shoots = range(0, 20);
     replayChecked(store, ECDS, shoots, []);
     const victim = shoots[3]!;
-    const wide = { ...victim, rule: rule('ALLOW', 'remote_ip', Array.from({ length: 60 }, (_, i) => `100.64.${i}.0/24`)) };
+    const wide = { ...victim, rule: rule('ALLOW', 'remote_ip', Array.from({ length: 400 }, (_, i) => `100.${64 + (i >> 8)}.${i & 255}.0/24`)) };
     const plan = planCombinedWrites({ operator: ECDS, gateways: GATEWAYS, shoots: shoots.map((s) => (s === victim ? wide : s)), stored: [...store.values()] });
     expect([...plan.unplaced.keys()]).toEqual([victim.technicalID]);
     replayPlan(store, plan, () => []);
@@ -321,9 +321,49 @@ describe('the ECDS form in the write plan', () => {
     }
   });
 
+  it('an upgrade from one resource per bucket and header: buckets keep the earlier resources until no listener part names them; no listener names a missing resource after any write', () => {
+    // Room for both versions' resources in one bucket object (the default maxObjectBytes has it; beyond it the earlier ones go at once).
+    const roomy: OperatorConfig = { ...ECDS, maxObjectBytes: 256 * 1024 };
+    const store: Store = new Map();
+    const shoots = range(0, 20);
+    replayChecked(store, roomy, shoots, []);
+    // What the earlier version stored: per bucket and header a resource `gardener-acl-connect-b<NNN>-<header>`, every one named by every listener part.
+    const earlier = (bucket: number, header: string) => `gardener-acl-connect-b${String(bucket).padStart(3, '0')}-${header}`;
+    type Patch = { applyTo?: string; patch: { value: Record<string, unknown> } };
+    for (const [k, f] of store) {
+      const patches = f.spec.configPatches as Patch[];
+      const bucket = /ecds-b(\d{3})$/.exec(f.metadata.name);
+      if (bucket) {
+        const value = patches[0]!.patch.value;
+        const resources = roomy.protectedHeaders.map((h) => ({ applyTo: 'EXTENSION_CONFIG', patch: { operation: 'ADD', value: { ...value, name: earlier(Number(bucket[1]), h) } } }));
+        store.set(k, { ...f, spec: { ...f.spec, configPatches: resources } });
+      } else if (isListenerPart(f.metadata.name)) {
+        const template = patches.find((p) => 'config_discovery' in p.patch.value)!;
+        const references = Array.from({ length: roomy.ecdsBuckets }, (_, b) => roomy.protectedHeaders.map((h) => ({ ...template, patch: { ...template.patch, value: { ...template.patch.value, name: earlier(b, h) } } }))).flat();
+        store.set(k, { ...f, spec: { ...f.spec, configPatches: [...patches.filter((p) => !('config_discovery' in p.patch.value)), ...references] } });
+      }
+    }
+    expect(danglingReferences(store)).toEqual([]);
+    const heldLoosely = () =>
+      GATEWAYS.flatMap((g) => {
+        const held = new Set([...store.values()].filter((f) => f.metadata.namespace === g.namespace && isBucket(f.metadata.name)).flatMap((f) => [...storedEntriesAnyForm(f).keys()]));
+        return shoots.filter((s) => !held.has(s.technicalID)).map((s) => `${s.technicalID} on ${g.namespace}`);
+      });
+    const earlierNamesStored = () => JSON.stringify([...store.values()]).includes(earlier(0, 'reversed-vpn'));
+    const first = planCombinedWrites({ operator: roomy, gateways: GATEWAYS, shoots, stored: [...store.values()] });
+    expect(replayPlan(store, first, () => [...danglingReferences(store), ...heldLoosely()]).gaps).toEqual([]);
+    // The listener parts were rewritten last; the buckets still hold the earlier resources.
+    expect(earlierNamesStored()).toBe(true);
+    const second = planCombinedWrites({ operator: roomy, gateways: GATEWAYS, shoots, stored: [...store.values()] });
+    expect(replayPlan(store, second, () => [...danglingReferences(store), ...heldLoosely()]).gaps).toEqual([]);
+    expect(earlierNamesStored()).toBe(false);
+    expect(converged(store, roomy, shoots)).toBe(true);
+    for (const s of shoots) expect(coveredIn(store, roomy, s)).toBe(true);
+  });
+
   it('a full bucket: a newcomer never pushes a stored shoot out, and the bucket stays within maxObjectBytes', () => {
     const one: OperatorConfig = { ...ECDS, ecdsBuckets: 1 };
-    const sized = (id: string): AppliedAcl => ({ ...shoot(0), technicalID: id, rule: rule('ALLOW', 'remote_ip', Array.from({ length: 30 }, (_, i) => `100.64.${i}.0/24`)) });
+    const sized = (id: string): AppliedAcl => ({ ...shoot(0), technicalID: id, rule: rule('ALLOW', 'remote_ip', Array.from({ length: 100 }, (_, i) => `100.64.${i}.0/24`)) });
     const incumbents = ['shoot--p--m1', 'shoot--p--m2', 'shoot--p--z9'].map(sized);
     const store: Store = new Map();
     const first = planCombinedWrites({ operator: one, gateways: GATEWAYS, shoots: incumbents, stored: [] });

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
 import type { AclController } from '../../src/actuator/controller.js';
-import { extractionObjectName, parseExtractionObjectName, parseMatcherFilterName } from '../../src/rbac/connect-matcher.js';
+import { extractionObjectName, lookupOf, parseExtractionObjectName, parseMatcherFilterName } from '../../src/rbac/connect-matcher.js';
 import { ecdsBucketObjectName, ecdsBucketOf, ecdsListenerObjectName, parseEcdsBucketObjectName } from '../../src/rbac/connect-matcher-ecds.js';
 import { parseConnectFilterName } from '../../src/rbac/combined-connect-filters.js';
 import { listAll } from '../../src/kube/list-watch.js';
@@ -23,7 +23,7 @@ const ECDS: OperatorConfig = { ...defaultOperatorConfig(), combinedForm: 'ecds',
 
 interface StoredFilter {
   metadata: { name: string; namespace: string };
-  spec: { configPatches: { patch: { value: { typed_config: { matcher?: { on_no_match?: { matcher?: { matcher_tree?: { exact_match_map?: { map?: Record<string, unknown> } } } } } } } } }[] };
+  spec: { configPatches: { patch: { value: { typed_config: { matcher?: unknown } } } }[] };
 }
 
 describe('controller with the matcher form on a real kube-apiserver', () => {
@@ -35,7 +35,7 @@ describe('controller with the matcher form on a real kube-apiserver', () => {
   const heldIn = (filters: readonly StoredFilter[], namespace: string, port: number) =>
     filters
       .filter((f) => f.metadata.namespace === namespace && parseMatcherFilterName(f.metadata.name)?.port === port)
-      .flatMap((f) => f.spec.configPatches.flatMap((p) => Object.keys(p.patch.value.typed_config.matcher?.on_no_match?.matcher?.matcher_tree?.exact_match_map?.map ?? {}).map((k) => k.replace(/^=/, ''))))
+      .flatMap((f) => f.spec.configPatches.flatMap((p) => Object.keys(lookupOf(p.patch.value.typed_config.matcher)?.map ?? {}).map((k) => k.replace(/^=/, ''))))
       .sort();
   const extRef = (s: ShootFixture): ObjectRef => ({ apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension', name: 'acl', namespace: technicalID(s) });
   const succeeded = (s: ShootFixture) =>
@@ -99,7 +99,7 @@ describe('controller with the matcher form on a real kube-apiserver', () => {
     new Map(
       filters
         .filter((f) => f.metadata.namespace === namespace && parseEcdsBucketObjectName(f.metadata.name) !== undefined)
-        .map((f) => [f.metadata.name, [...new Set(f.spec.configPatches.flatMap((p) => Object.keys(p.patch.value.typed_config.matcher?.on_no_match?.matcher?.matcher_tree?.exact_match_map?.map ?? {})))].sort().join()]),
+        .map((f) => [f.metadata.name, [...new Set(f.spec.configPatches.flatMap((p) => Object.keys(lookupOf(p.patch.value.typed_config.matcher)?.map ?? {})))].sort().join()]),
     );
   const ecdsStored = async () => {
     const filters = await combined();

@@ -5,10 +5,10 @@
 // only ever reaches a shoot that admits the client) are the same as for the rules form. Also:
 // audit counters per shoot, and that a missing or misordered extraction fails closed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { extractionObjectName } from '../../src/rbac/connect-matcher.js';
+import { ADMITTED_BY_EVERY_SHOOT, extractionObjectName } from '../../src/rbac/connect-matcher.js';
 import { allEnvoyFilters, buildSeedEnvoyFilters } from '../../src/rbac/seed-envoy-filters.js';
 import { mentionedShoots, routablyNamedShoots, wouldRefuse } from '../oracle/acl-semantics.js';
-import { CLIENTS, OUTSIDER, connectCases, connectExpected, connectMismatches, oracleClient, proxyHeader, type ConnectExpectation } from '../support/conformance-matrix.js';
+import { CLIENTS, OUTSIDER, SPOOFED_EXTRACTION_HEADERS, connectCases, connectExpected, connectMismatches, oracleClient, proxyHeader, type ConnectExpectation } from '../support/conformance-matrix.js';
 import { kapi, socket, vpn } from '../support/decide.js';
 import { testSeed, type TestShoot } from '../support/test-seed.js';
 import { httpConnect } from './clients.js';
@@ -24,6 +24,14 @@ const GENERATED = allEnvoyFilters(buildSeedEnvoyFilters(built.seed));
 const AUDITED_SHOOTS: TestShoot[] = CONFORMANCE_SHOOTS.map((s) => (s.rule ? { ...s, rule: { ...s.rule, mode: 'audit' } } : s));
 const audited = testSeed(AUDITED_SHOOTS, { observabilityDomain: DOMAIN, operator: MATCHER });
 const ACL_IDS = CONFORMANCE_SHOOTS.filter((s) => s.rule).map((s) => s.id);
+// Every ACL shoot admits the seed's node range, and enough shoots share it that each lookup checks
+// it once before the shoots' leaves (never requested, the fillers only make that pay off).
+const SEED_NODES = '10.250.0.0/16';
+const HOISTED_SHOOTS: TestShoot[] = [
+  ...CONFORMANCE_SHOOTS.map((s) => (s.rule ? { ...s, always: [...new Set([...(s.always ?? []), SEED_NODES])] } : s)),
+  ...Array.from({ length: 30 }, (_, i): TestShoot => ({ id: `shoot--fill--s${i}`, rule: { action: 'ALLOW', type: 'remote_ip', cidrs: [`198.18.${i}.0/24`] }, always: [SEED_NODES] })),
+];
+const hoisted = testSeed(HOISTED_SHOOTS, { observabilityDomain: DOMAIN, operator: MATCHER });
 
 function expectation(era: keyof typeof GARDENER_ERAS, envoyVersion: EnvoyVersion, routeHeader: string, clusters: ReadonlySet<string>, oracle = built.oracle): ConnectExpectation {
   const regex = era === 'v1.139-v1.147' ? DESTINATION_HEADER_REGEX.v1_139 : DESTINATION_HEADER_REGEX.v1_114;
@@ -68,17 +76,36 @@ describe.each(CONFORMANCE_ENVOY_VERSIONS)('matcher form on Envoy %s', (envoyVers
       expect(await gateway.envoy.stat(deniedStat)).toBe(before + expectedDenials);
     });
 
-    it('a client that sends its own target header cannot choose the shoot whose ACL applies', async () => {
+    it('a client that sends its own target or address headers cannot choose the shoot whose ACL applies, nor the address it is judged by', async () => {
       const target = await gateway.endpoint(8443, 4);
-      const result = await httpConnect({
-        ...target,
-        proxyHeader: proxyHeader(OUTSIDER),
-        headers: [
-          ['X-Gardener-Destination', kapi('shoot--p--foo')],
-          ['x-gardener-acl-target-x-gardener-destination', 'shoot--p--foo-bar'],
-        ],
-      });
-      expect(result.status).toBe(403);
+      const connect = async (spoofed: readonly (readonly [string, string])[]) =>
+        (await httpConnect({ ...target, proxyHeader: proxyHeader(OUTSIDER), headers: [['X-Gardener-Destination', kapi('shoot--p--foo')], ...spoofed.map(([k, v]) => [k, v] as [string, string])] })).status;
+      for (const spoofed of SPOOFED_EXTRACTION_HEADERS) expect(await connect([spoofed]), spoofed[0]).toBe(403);
+      expect(await connect(SPOOFED_EXTRACTION_HEADERS)).toBe(403);
+    });
+  });
+
+  describe('with the ranges every shoot admits checked once before the lookup', () => {
+    const era = 'v1.139-v1.147';
+    const filters = allEnvoyFilters(buildSeedEnvoyFilters(hoisted.seed));
+    let gateway: LiveGateway;
+    const clusters = new Set(gatewayUpstreams(conformanceGatewaySpec(era)).map((u) => u.cluster));
+    beforeAll(async () => {
+      gateway = await startLiveGateway({ ...conformanceGatewaySpec(era), envoyVersion, envoyFilters: filters });
+    });
+    afterAll(async () => {
+      await gateway?.stop();
+    });
+
+    it('the shards check the seed nodes once, before the lookup', () => {
+      expect(JSON.stringify(filters)).toContain(ADMITTED_BY_EVERY_SHOOT);
+    });
+
+    it.each(GARDENER_ERAS[era].connectPorts.map((p) => [p.logicalPort, p.header] as const))('HTTP CONNECT on %i: every header set from every client is decided as DESIGN says', async (port, routeHeader) => {
+      const e = expectation(era, envoyVersion, routeHeader, clusters, hoisted.oracle);
+      const cases = connectCases();
+      expect(await connectMismatches(gateway, port, cases, e)).toEqual([]);
+      expect(cases.filter(({ client, headers }) => !connectExpected(client, headers, e)).length).toBeGreaterThan(50);
     });
   });
 
@@ -103,6 +130,26 @@ describe.each(CONFORMANCE_ENVOY_VERSIONS)('matcher form on Envoy %s', (envoyVers
         await gateway.stop();
       }
     });
+  });
+
+  it('without the client addresses (the address filter missing), ACL shoots refuse every client, DENY rules too (fails closed); shoots without ACL still pass', async () => {
+    const era = 'v1.139-v1.147';
+    const withoutAddresses = GENERATED.map((f) =>
+      f.metadata.name === extractionObjectName(8443) ? { ...f, spec: { ...f.spec, configPatches: f.spec.configPatches.filter((p) => p.patch.value.name !== 'gardener-acl-connect-address-8443') } } : f,
+    );
+    expect(JSON.stringify(withoutAddresses)).not.toBe(JSON.stringify(GENERATED));
+    const gateway = await startLiveGateway({ ...conformanceGatewaySpec(era), envoyVersion, envoyFilters: withoutAddresses });
+    try {
+      const target = await gateway.endpoint(8443, 4);
+      // Admitted by both ACLs when the address is known: inside foo's ALLOW range, outside bar--a's DENY range.
+      const client = proxyHeader(CLIENTS[0]!);
+      const status = async (value: string) => (await httpConnect({ ...target, proxyHeader: client, headers: [['X-Gardener-Destination', value]] })).status;
+      expect(await status(kapi('shoot--p--foo')), 'ALLOW rule').toBe(403);
+      expect(await status(kapi('shoot--bar--a')), 'DENY rule').toBe(403);
+      expect(await status(kapi('shoot--p--foo-bar')), 'no ACL').toBe(200);
+    } finally {
+      await gateway.stop();
+    }
   });
 
   describe('audit mode in the matcher form', () => {

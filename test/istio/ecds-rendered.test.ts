@@ -11,12 +11,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
 import { ecdsBucketOf, ecdsResourceName } from '../../src/rbac/connect-matcher-ecds.js';
 import { HEADER_TO_METADATA_TYPE } from '../../src/rbac/connect-matcher.js';
+import { matcherMapKeys } from './envoy-config-dump.js';
 import { HTTP_RBAC_TYPE } from '../../src/rbac/envoy-rbac-types.js';
 import { httpConnect, proxyV2From } from '../envoy/clients.js';
 import { EcdsFiles, ecdsReloads } from '../envoy/ecds-files.js';
 import { HeldConnection, connectRequestBytes } from '../envoy/held-connection.js';
 import { getObject, getObjectList, getString, isJsonObject, type JsonObject } from '../envoy/json.js';
-import { CLIENTS, connectCases, connectExpected, connectMismatches } from '../support/conformance-matrix.js';
+import { CLIENTS, OUTSIDER, SPOOFED_EXTRACTION_HEADERS, connectCases, connectExpected, connectMismatches } from '../support/conformance-matrix.js';
 import { kapi } from '../support/decide.js';
 import { ERAS, ERA_NAMES } from './eras.js';
 import { fixtureOracle } from './fixture-oracle.js';
@@ -55,7 +56,7 @@ function httpFiltersOn(render: IstioRenderOutput, port: number): JsonObject[] {
 
 describe(`ECDS delivery of the matcher form through Istio's rendering (Gardener ${era.name} seed)`, () => {
   const objects = withMatcherForm(gardenerSeedObjects(era));
-  const names = Array.from({ length: BUCKETS }, (_, b) => HEADERS.map((h) => ecdsResourceName(b, h))).flat();
+  const names = Array.from({ length: BUCKETS }, (_, b) => ecdsResourceName(b));
   let render: IstioRenderOutput;
   let files: EcdsFiles;
   let gateway: IstioGateway;
@@ -77,11 +78,19 @@ describe(`ECDS delivery of the matcher form through Istio's rendering (Gardener 
     for (const { port } of era.connectPorts) {
       const filters = httpFiltersOn(render, port);
       const discovered = filters.filter((f) => isJsonObject(f['config_discovery'])).map((f) => getString(f, 'name'));
-      expect(discovered, `port ${port}`).toEqual(names);
-      // Extraction, target headers, then every reference, first in the chain.
-      expect(typeOf(filters[0])).toBe(HEADER_TO_METADATA_TYPE);
-      expect(typeOf(filters[1])).toMatch(/header_mutation\.v3\.HeaderMutation$/);
-      expect(filters.slice(2, 2 + names.length).every((f) => isJsonObject(f['config_discovery']))).toBe(true);
+      // Every bucket once per protected header.
+      expect(discovered, `port ${port}`).toEqual(HEADERS.flatMap(() => names));
+      // First in the chain: the client addresses, the extraction, the address headers; then per
+      // header its ID as the target and every reference.
+      const mutation = /header_mutation\.v3\.HeaderMutation$/;
+      expect(typeOf(filters[0])).toMatch(mutation);
+      expect(typeOf(filters[1])).toBe(HEADER_TO_METADATA_TYPE);
+      expect(typeOf(filters[2])).toMatch(mutation);
+      HEADERS.forEach((_header, i) => {
+        const turn = 3 + i * (names.length + 1);
+        expect(typeOf(filters[turn])).toMatch(mutation);
+        expect(filters.slice(turn + 1, turn + 1 + names.length).every((f) => isJsonObject(f['config_discovery']))).toBe(true);
+      });
     }
     expect(render.extensionConfigs.map((c) => getString(c, 'name')).sort()).toEqual([...names].sort());
     const held = new Set<string>();
@@ -90,9 +99,8 @@ describe(`ECDS delivery of the matcher form through Istio's rendering (Gardener 
       expect(getString(typed, '@type')).toBe(HTTP_RBAC_TYPE);
       expect(isJsonObject(typed['matcher'])).toBe(true);
       // The guard against a missing extraction, then the lookup (empty buckets have no map).
-      expect(getObjectList(getObject(getObject(typed, 'matcher') ?? {}, 'matcher_list') ?? {}, 'matchers')).toHaveLength(1);
-      const map = getObject(getObject(getObject(getObject(getObject(typed, 'matcher') ?? {}, 'on_no_match') ?? {}, 'matcher') ?? {}, 'matcher_tree') ?? {}, 'exact_match_map');
-      for (const key of Object.keys(getObject(map ?? {}, 'map') ?? {})) held.add(key.slice(1));
+      expect(getObjectList(getObject(getObject(typed, 'matcher') ?? {}, 'matcher_list') ?? {}, 'matchers')).toHaveLength(HEADERS.length);
+      for (const id of matcherMapKeys(typed['matcher'])) held.add(id);
     }
     expect([...held].sort()).toEqual(FIXTURE_SHOOTS.filter((s) => s.rule).map((s) => s.id).sort());
   });
@@ -103,6 +111,16 @@ describe(`ECDS delivery of the matcher form through Istio's rendering (Gardener 
     const cases = connectCases(HA_VPN_INDEX);
     expect(await connectMismatches(gateway, port, cases, expectation)).toEqual([]);
     expect(cases.filter(({ client, headers }) => !connectExpected(client, headers, expectation)).length).toBeGreaterThan(50);
+  });
+
+  it('a client that sends its own target or address headers cannot choose the shoot whose ACL applies, nor the address it is judged by', async () => {
+    for (const { port, header } of era.connectPorts) {
+      const target = await gateway.endpoint(port, 4);
+      const connect = async (spoofed: readonly (readonly [string, string])[]) =>
+        (await httpConnect({ ...target, proxyHeader: proxyV2From(OUTSIDER.proxySource!), headers: [[header, kapi(CHANGED)], ...spoofed.map(([k, v]) => [k, v] as [string, string])] })).status;
+      for (const spoofed of SPOOFED_EXTRACTION_HEADERS) expect(await connect([spoofed]), `${port} ${spoofed[0]}`).toBe(403);
+      expect(await connect(SPOOFED_EXTRACTION_HEADERS), `${port} all`).toBe(403);
+    }
   });
 
   it('an ACL change changes no CONNECT listener, only the changed shoot’s bucket: every open tunnel stays open, and new requests see the new rule', async () => {
@@ -130,7 +148,7 @@ describe(`ECDS delivery of the matcher form through Istio's rendering (Gardener 
       const before = new Map(render.extensionConfigs.map((c) => [getString(c, 'name'), JSON.stringify(c)]));
       const changed = after.extensionConfigs.filter((c) => before.get(getString(c, 'name')) !== JSON.stringify(c)).map((c) => getString(c, 'name'));
       const bucket = ecdsBucketOf(CHANGED, BUCKETS);
-      expect(changed.sort()).toEqual(HEADERS.map((h) => ecdsResourceName(bucket, h)).sort());
+      expect(changed).toEqual([ecdsResourceName(bucket)]);
       // What istiod would push: the listeners of the new render, through LDS. Identical CONNECT listeners drain nothing.
       await gateway.replaceListeners({ ...after, listeners: files.listeners(after.listeners) });
 

@@ -1,6 +1,7 @@
 // Reading an Envoy admin /config_dump: the listeners Envoy serves, their HTTP filters, the ECDS
 // resources it holds, and the shoots an RBAC `matcher` looks up.
-import { getObject, getObjectList, getString, isJsonObject, type JsonObject } from '../envoy/json.js';
+import { lookupOf } from '../../src/rbac/connect-matcher.js';
+import { getObject, getObjectList, getString, type JsonObject } from '../envoy/json.js';
 
 /** Every listener in an Envoy config dump, static or dynamic, as rendered JSON. */
 export function dumpedListeners(dump: JsonObject): JsonObject[] {
@@ -29,10 +30,7 @@ export function listenerHttpFilters(listener: JsonObject): JsonObject[] {
 
 /** The technical IDs an RBAC `matcher` of the matcher form looks up (its exact-match map keys). */
 export function matcherMapKeys(matcher: unknown): string[] {
-  if (!isJsonObject(matcher)) return [];
-  const lookup = getObject(getObject(matcher, 'on_no_match') ?? {}, 'matcher');
-  const map = getObject(getObject(getObject(lookup ?? {}, 'matcher_tree') ?? {}, 'exact_match_map') ?? {}, 'map');
-  return map === undefined ? [] : Object.keys(map).map((key) => key.replace(/^=/, ''));
+  return Object.keys(lookupOf(matcher)?.map ?? {}).map((key) => key.replace(/^=/, ''));
 }
 
 /** The ECDS resources Envoy holds: typed config by resource name. */

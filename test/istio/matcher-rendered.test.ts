@@ -9,7 +9,7 @@
 //   matcher form does (a routable first value of a protected header; README "Combined filter forms").
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
-import { HEADER_TO_METADATA_TYPE, ROUTABLE_DESTINATION } from '../../src/rbac/connect-matcher.js';
+import { CANONICAL_ADDRESS, HEADER_TO_METADATA_TYPE, ROUTABLE_DESTINATION } from '../../src/rbac/connect-matcher.js';
 import { HTTP_RBAC_TYPE } from '../../src/rbac/envoy-rbac-types.js';
 import { getObject, getObjectList, getString, type JsonObject } from '../envoy/json.js';
 import { connectCases, connectExpected, connectMismatches } from '../support/conformance-matrix.js';
@@ -57,12 +57,14 @@ describe(`the matcher form through Istio's rendering (Gardener ${era.name} seed)
       }
       const filters = listenerHttpFilters(listener);
       const typeOf = (f: JsonObject | undefined) => getString(getObject(f ?? {}, 'typed_config') ?? {}, '@type');
-      const [extract, target] = filters;
-      if (typeOf(extract) !== HEADER_TO_METADATA_TYPE) problems.push(`${port}: first filter is ${typeOf(extract)}, not the extraction`);
+      const [address, extract, target] = filters;
+      if (!typeOf(address)?.endsWith('header_mutation.v3.HeaderMutation')) problems.push(`${port}: first filter is ${typeOf(address)}, not the client addresses`);
+      if (typeOf(extract) !== HEADER_TO_METADATA_TYPE) problems.push(`${port}: second filter is ${typeOf(extract)}, not the extraction`);
       const rules = getObjectList(getObject(extract ?? {}, 'typed_config') ?? {}, 'request_rules');
       const regexes = rules.map((r) => getString(getObject(getObject(getObject(r, 'on_header_present') ?? {}, 'regex_value_rewrite') ?? {}, 'pattern') ?? {}, 'regex'));
-      if (regexes.length !== defaultOperatorConfig().protectedHeaders.length || regexes.some((r) => r !== ROUTABLE_DESTINATION)) problems.push(`${port}: extraction rules ${JSON.stringify(regexes)}`);
-      if (!typeOf(target)?.endsWith('header_mutation.v3.HeaderMutation')) problems.push(`${port}: second filter is ${typeOf(target)}`);
+      const wanted = [...defaultOperatorConfig().protectedHeaders.map(() => ROUTABLE_DESTINATION), CANONICAL_ADDRESS, CANONICAL_ADDRESS];
+      if (JSON.stringify(regexes) !== JSON.stringify(wanted)) problems.push(`${port}: extraction rules ${JSON.stringify(regexes)}`);
+      if (!typeOf(target)?.endsWith('header_mutation.v3.HeaderMutation')) problems.push(`${port}: third filter is ${typeOf(target)}`);
       const rbac = filters.filter((f) => typeOf(f) === HTTP_RBAC_TYPE);
       if (rbac.length === 0) problems.push(`${port}: no RBAC filter`);
       const held = new Set<string>();

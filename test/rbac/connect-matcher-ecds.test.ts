@@ -34,10 +34,24 @@ describe('ECDS delivery objects', () => {
     for (const buckets of [0, -1, 1.5, Number.NaN]) expect(() => objectsFor([shoot(1)], buckets)).toThrow(/^bucket count .*: must be a whole number of at least 1$/);
   });
 
-  it('resources are named by bucket and header', () => {
-    const names = objectsFor([shoot(1)], 2).flatMap((o) => o.spec.configPatches.map((p) => ('name' in p.patch.value ? p.patch.value.name : '')));
-    expect(names).toContain('gardener-acl-connect-b001-x-gardener-destination');
-    expect(names).toContain('gardener-acl-connect-b000-reversed-vpn');
+  it('resources are named by bucket alone; each port checks every header in turn against every bucket', () => {
+    const objects = objectsFor([shoot(1)], 2);
+    const resources = objects.flatMap((o) => o.spec.configPatches.filter((p) => p.applyTo === 'EXTENSION_CONFIG').map((p) => p.patch.value.name));
+    expect(resources).toEqual(['gardener-acl-connect-bucket-000', 'gardener-acl-connect-bucket-001']);
+    const part = objects.find((o) => o.metadata.name === ecdsListenerObjectName(8443));
+    // INSERT_FIRST patches are listed last-first.
+    const chain = [...(part?.spec.configPatches ?? [])].reverse().map((p) => p.patch.value.name);
+    expect(chain).toEqual([
+      'gardener-acl-connect-address-8443',
+      'gardener-acl-connect-extract-8443',
+      'gardener-acl-connect-target-8443',
+      'gardener-acl-connect-target-8443-reversed-vpn',
+      'gardener-acl-connect-bucket-000',
+      'gardener-acl-connect-bucket-001',
+      'gardener-acl-connect-target-8443-x-gardener-destination',
+      'gardener-acl-connect-bucket-000',
+      'gardener-acl-connect-bucket-001',
+    ]);
   });
 
   it('a shoot that does not fit its bucket is an error that names the shoot, the bucket and the fix', () => {

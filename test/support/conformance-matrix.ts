@@ -69,6 +69,18 @@ export const CLIENTS: readonly Client[] = [
 /** An outsider of every ALLOW rule, for spot checks. */
 export const OUTSIDER: Client = { label: 'outsider', proxySource: '100.64.1.1', listenerFamily: 4 };
 
+/**
+ * Headers a client may send to stand in for what the matcher forms' extraction sets: a target ID
+ * of a shoot without ACL, or the address of a seed node (admitted by every shoot). Sent by an
+ * outsider, none of them may change a decision.
+ */
+export const SPOOFED_EXTRACTION_HEADERS: readonly (readonly [string, string])[] = [
+  ['x-gardener-acl-target-x-gardener-destination', '=shoot--p--foo-bar'],
+  ['x-gardener-acl-target', '=shoot--p--foo-bar'],
+  ['x-gardener-acl-remote-address', '10.250.1.1'],
+  ['x-gardener-acl-direct-address', '10.250.1.1'],
+];
+
 /** What the oracle sees of a client: Envoy's remote address (PROXY source if any) and the physical peer. */
 export function oracleClient(c: Client): OracleClient {
   const peer = c.localAddress ?? (c.listenerFamily === 6 ? '::1' : '127.0.0.1');
