@@ -2,7 +2,8 @@ import { z } from 'zod';
 import type { Cidr } from './cidr.js';
 import { cidrStringSchema } from './cidr-schema.js';
 import { combinedConnectPolicy, combinedPolicyBytes, shardBudget } from '../rbac/combined-connect-filters.js';
-import { RESERVED_HEADER_PREFIX, matcherEntryBytes, shootAclLeaf } from '../rbac/connect-matcher.js';
+import { RESERVED_HEADER_PREFIX, matcherEntryBytes, matcherScaffoldingBytes, shootAclLeaf } from '../rbac/connect-matcher.js';
+import { ecdsScaffoldingBytes } from '../rbac/connect-matcher-ecds.js';
 import { fieldErrorsFromZod, REPORT_INPUT, type FieldError } from './field-errors.js';
 
 const port = z.number().int().min(1).max(65535);
@@ -74,9 +75,15 @@ export function maximalShootPolicyBytes(config: SizeInputs, cidrs: number): numb
   return most;
 }
 
+/** Bytes a combined object of the configured form takes besides its entries (see shardBudget). */
+function formScaffoldingBytes(config: SizeInputs): number {
+  if (config.combinedForm === 'ecds') return ecdsScaffoldingBytes(config.protectedHeaders);
+  return config.combinedForm === 'matcher' ? matcherScaffoldingBytes(config.protectedHeaders) : 0;
+}
+
 /** Why one maximal shoot could not fit one combined filter under these values; undefined when it fits. */
 function maximalShootProblem(config: SizeInputs & { readonly maxCIDRs: number }): string | undefined {
-  const budget = shardBudget(config.maxObjectBytes);
+  const budget = shardBudget(config.maxObjectBytes, formScaffoldingBytes(config));
   const needed = maximalShootPolicyBytes(config, config.maxCIDRs);
   if (needed <= budget) return undefined;
   let fitting = 0;

@@ -20,6 +20,8 @@ import {
   ecdsListenerObject,
   ecdsListenerObjectName,
   ecdsResourceName,
+  ecdsScaffoldingBytes,
+  definedResourceNames,
   discoveredResourceNames,
   otherStoredResources,
   parseEcdsBucketObjectName,
@@ -34,6 +36,7 @@ import {
   parseExtractionObjectName,
   matcherConnectFilter,
   matcherEntryBytes,
+  matcherScaffoldingBytes,
   parseMatcherFilterName,
   shootAclLeaf,
   storedMatcherEntries,
@@ -77,6 +80,8 @@ export interface CombinedForm extends CombinedFormReader {
   entry(shoot: ShootPolicy): PolicyEntry<unknown>;
   /** Bytes the entry takes in a shard object. */
   bytes(technicalID: string, entry: PolicyEntry<unknown>): number;
+  /** Bytes a shard object takes besides its entries (guards, lookups); 0 when the general reserve covers it. */
+  readonly scaffoldingBytes: number;
   /** Port and shard of one of this form's shard names; undefined for any other name. */
   parseName(name: string): ShardName | undefined;
   /** The shard object holding exactly `entries`. */
@@ -99,12 +104,17 @@ export interface CombinedForm extends CombinedFormReader {
 }
 
 /** Packs the shoots into as few shards as fit (rules and matcher forms: shards come and go with the shoots). */
-function packedPlacement(form: Pick<CombinedForm, 'entry' | 'bytes'>, operator: OperatorConfig, shoots: readonly ShootPolicy[]): Placement {
-  const { items, unplaced } = sizedForShards(shoots, operator.maxObjectBytes, (shoot) => {
-    const entry = form.entry(shoot);
-    return { bytes: form.bytes(shoot.technicalID, entry), item: entry };
-  });
-  const shards = indexedShards(items, shardBudget(operator.maxObjectBytes)).map(({ shard, index }) => ({ index, entries: new Map(shard.map(({ key, item }) => [key, item])) }));
+function packedPlacement(form: Pick<CombinedForm, 'entry' | 'bytes' | 'scaffoldingBytes'>, operator: OperatorConfig, shoots: readonly ShootPolicy[]): Placement {
+  const { items, unplaced } = sizedForShards(
+    shoots,
+    operator.maxObjectBytes,
+    (shoot) => {
+      const entry = form.entry(shoot);
+      return { bytes: form.bytes(shoot.technicalID, entry), item: entry };
+    },
+    form.scaffoldingBytes,
+  );
+  const shards = indexedShards(items, shardBudget(operator.maxObjectBytes, form.scaffoldingBytes)).map(({ shard, index }) => ({ index, entries: new Map(shard.map(({ key, item }) => [key, item])) }));
   return { shards, unplaced };
 }
 
@@ -116,6 +126,7 @@ function rulesForm(operator: OperatorConfig): CombinedForm {
     place: (shoots) => packedPlacement(form, operator, shoots),
     entry: (shoot) => combinedConnectEntry(shoot, operator),
     bytes: (id, entry) => combinedPolicyBytes(id, entry.policy as Policy),
+    scaffoldingBytes: 0,
     parseName: parseConnectFilterName,
     shard: (gateway, port, shard, entries) => {
       const filter = combinedConnectFilter(gateway, port, shard, []);
@@ -144,6 +155,7 @@ function matcherForm(operator: OperatorConfig): CombinedForm {
     place: (shoots) => packedPlacement(form, operator, shoots),
     entry: (shoot) => ({ mode: shoot.rule.mode, policy: shootAclLeaf(shoot) }),
     bytes: (id, entry) => matcherEntryBytes(id, entry.policy as OnMatch, headers.length),
+    scaffoldingBytes: matcherScaffoldingBytes(headers),
     parseName: parseMatcherFilterName,
     shard: (gateway, port, shard, entries) => matcherConnectFilter(gateway, port, shard, headers, entries as ReadonlyMap<string, MatcherEntry>),
     supporting: (gateway, port) => [extractionObject(gateway, port, headers)],
@@ -191,11 +203,17 @@ function ecdsForm(operator: OperatorConfig): CombinedForm {
   const headers = operator.protectedHeaders;
   const leafForm = matcherForm(operator);
   const bytes = (id: string, entry: PolicyEntry<unknown>): number => ecdsEntryBytes(id, entry.policy as OnMatch);
+  const scaffolding = ecdsScaffoldingBytes(headers);
   const bucketPlacement = (shoots: readonly ShootPolicy[], buckets: number, stored: readonly EnvoyFilterObject[]): Placement & { readonly overflowing: boolean } => {
-    const { items, unplaced } = sizedForShards(shoots, operator.maxObjectBytes, (shoot) => {
-      const entry = leafForm.entry(shoot);
-      return { bytes: bytes(shoot.technicalID, entry), item: entry };
-    });
+    const { items, unplaced } = sizedForShards(
+      shoots,
+      operator.maxObjectBytes,
+      (shoot) => {
+        const entry = leafForm.entry(shoot);
+        return { bytes: bytes(shoot.technicalID, entry), item: entry };
+      },
+      scaffolding,
+    );
     // Where each shoot is stored now (the first gateway's buckets: all gateways get the same content).
     const places = new Map<string, StoredPlace>();
     for (const filter of [...stored].sort((a, b) => a.metadata.namespace.localeCompare(b.metadata.namespace))) {
@@ -203,7 +221,7 @@ function ecdsForm(operator: OperatorConfig): CombinedForm {
       if (bucket === undefined) continue;
       for (const [id, entry] of storedMatcherEntries(filter.spec)) if (!places.has(id)) places.set(id, { bucket, bytes: bytes(id, entry) });
     }
-    const plan = ecdsBucketPlan(items, buckets, operator.maxObjectBytes, places);
+    const plan = ecdsBucketPlan(items, buckets, operator.maxObjectBytes, headers, places);
     return {
       shards: plan.buckets.map((content, index) => ({ index, entries: new Map(content.map(({ key, item }) => [key, item])) })),
       unplaced: new Map([...unplaced, ...plan.overflow]),
@@ -217,6 +235,7 @@ function ecdsForm(operator: OperatorConfig): CombinedForm {
     supportNamesShards: true,
     entry: leafForm.entry,
     bytes,
+    scaffoldingBytes: scaffolding,
     place: (shoots, stored) => {
       const wanted = bucketPlacement(shoots, operator.ecdsBuckets, stored);
       // Fewer buckets than stored would leave a full bucket's shoot out of every bucket the listeners
@@ -316,12 +335,16 @@ export function storedEntriesAnyForm(filter: EnvoyFilterObject): Map<string, Pol
 /**
  * A kept object of another form rewritten to hold only the entries of `unplaced` shoots (they
  * stay protected where they are; everyone else is protected by the current form by then, and a
- * stale policy of theirs must not go on deciding). Undefined for objects that hold no entries.
+ * stale policy of theirs must not go on deciding). Undefined for objects kept as stored; a
+ * string says why an object that should be rewritten stays as stored.
  */
-export function keptOnly(filter: EnvoyFilterObject, unplaced: ReadonlyMap<string, string>, operator: OperatorConfig, stored: readonly EnvoyFilterObject[]): CombinedWrite | undefined {
+export function keptOnly(filter: EnvoyFilterObject, unplaced: ReadonlyMap<string, string>, operator: OperatorConfig, stored: readonly EnvoyFilterObject[]): CombinedWrite | string | undefined {
   const selector = storedSelector(filter);
   if (!selector) return undefined;
   const gateway = { namespace: filter.metadata.namespace, selector };
+  const inNamespace = stored.filter(sameNamespace(filter.metadata.namespace));
+  const listenerPort = parseEcdsListenerObjectName(filter.metadata.name);
+  if (listenerPort !== undefined) return keptListenerPart(filter, gateway, listenerPort, inNamespace);
   const entries = new Map([...storedEntriesAnyForm(filter)].filter(([id]) => unplaced.has(id)));
   const rules = parseConnectFilterName(filter.metadata.name);
   if (rules) return rulesForm(operator).shard(gateway, rules.port, rules.shard, entries);
@@ -329,8 +352,34 @@ export function keptOnly(filter: EnvoyFilterObject, unplaced: ReadonlyMap<string
   if (matcher) return matcherForm(operator).shard(gateway, matcher.port, matcher.shard, entries);
   const bucket = parseEcdsBucketObjectName(filter.metadata.name);
   if (bucket === undefined) return undefined;
-  // The resources the stored listener parts name, whatever the headers are now.
-  const named = stored.filter(sameNamespace(filter.metadata.namespace)).filter((f) => parseEcdsListenerObjectName(f.metadata.name) !== undefined).flatMap((f) => extractedHeaders(f.spec));
+  const parts = inNamespace.filter((f) => parseEcdsListenerObjectName(f.metadata.name) !== undefined);
+  // The headers the stored listener parts check, whatever the headers are now.
+  const named = parts.flatMap((f) => extractedHeaders(f.spec));
   const headers = named.length > 0 ? [...new Set(named)].sort() : operator.protectedHeaders;
-  return ecdsBucketObject(gateway, bucket, headers, entries as ReadonlyMap<string, MatcherEntry>);
+  const rewritten = ecdsBucketObject(gateway, bucket, headers, entries as ReadonlyMap<string, MatcherEntry>);
+  // Resources of an earlier version the stored listener parts still name stay verbatim until the
+  // parts name this version's (keptListenerPart), so no listener ever names a missing resource.
+  const namedResources = new Set(parts.flatMap((f) => discoveredResourceNames(f.spec)));
+  const carried = otherStoredResources(filter.spec, ecdsResourceName(bucket)).filter((p) => namedResources.has(p.patch.value.name));
+  if (carried.length === 0) return rewritten;
+  const withCarried = { ...rewritten, spec: { ...rewritten.spec, configPatches: [...rewritten.spec.configPatches, ...carried] } };
+  if (JSON.stringify(withCarried).length <= operator.maxObjectBytes) return withCarried;
+  // The stale policies it holds go on deciding next to the current form's: nothing is admitted that either refuses.
+  return (
+    `${filter.metadata.namespace}/${filter.metadata.name} stays as an earlier version stored it (with other shoots' earlier policies): ` +
+    `it holds ${[...entries.keys()].join(', ')}, which fit no ${operator.combinedForm} shard, and this version's resource next to the earlier ones would exceed maxObjectBytes ${operator.maxObjectBytes}; ` +
+    `raise maxObjectBytes or switch back to combinedForm ecds until the upgrade is done`
+  );
+}
+
+/**
+ * A kept ECDS listener part in this version's shape (same headers, same bucket count), once every
+ * bucket it would name is stored with this version's resource; until then as stored.
+ */
+function keptListenerPart(part: EnvoyFilterObject, gateway: GatewayWorkload, port: number, inNamespace: readonly EnvoyFilterObject[]): CombinedWrite | undefined {
+  const count = storedBucketCount(part.spec);
+  if (count === undefined) return undefined;
+  const defined = new Set(inNamespace.filter((f) => parseEcdsBucketObjectName(f.metadata.name) !== undefined).flatMap((f) => definedResourceNames(f.spec)));
+  if (!Array.from({ length: count }, (_, b) => ecdsResourceName(b)).every((name) => defined.has(name))) return undefined;
+  return ecdsListenerObject(gateway, port, extractedHeaders(part.spec), count);
 }

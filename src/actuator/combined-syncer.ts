@@ -207,17 +207,20 @@ export function planCombinedWrites(input: {
     keptOther.add(key(filter));
     for (const needed of keptWith(filter, stored)) keptOther.add(key(needed));
   }
+  const keptAsStored: string[] = [];
   for (const k of [...keptOther].sort()) {
     const filter = storedByKey.get(k);
     const rewrite = filter && keptOnly(filter, unplaced, operator, stored);
-    if (rewrite && !storedAs(filter, rewrite)) settle.push(rewrite);
+    if (typeof rewrite === 'string') keptAsStored.push(rewrite);
+    else if (rewrite && !storedAs(filter, rewrite)) settle.push(rewrite);
   }
   // Only in namespaces of known gateways: filters elsewhere have no selector we could trust.
   // What names or relies on others goes first: nothing ever names or relies on a deleted object.
   const deletions = stored
     .filter((f) => gatewayByNamespace.has(f.metadata.namespace) && !finals.has(key(f)) && !supporting.has(key(f)) && !keptOther.has(key(f)))
     .sort((a, b) => deletionRank(a.metadata.name) - deletionRank(b.metadata.name));
-  return { grow, settle, deletions, unplaced, ...(placement.held ? { held: placement.held } : {}) };
+  const held = [...(placement.held !== undefined ? [placement.held] : []), ...keptAsStored].join('; ');
+  return { grow, settle, deletions, unplaced, ...(held !== '' ? { held } : {}) };
 }
 
 /** A field the stored spec has and the wanted one lacks: server-side apply keeps such fields of other managers. */

@@ -16,6 +16,8 @@ export const CONNECT_FILTER_PREFIX = 'acl-connect-';
 const HCM = 'envoy.filters.network.http_connection_manager';
 // Room for metadata, selector and patch scaffolding around the policies of one shard.
 const OBJECT_OVERHEAD_BYTES = 4096;
+// Room for a gateway's namespace and selector beyond the ones a form's scaffolding is measured with.
+const GATEWAY_ROOM_BYTES = 2048;
 
 function shardSuffix(port: number, shard: number): string {
   return `${port}-${String(shard).padStart(3, '0')}`;
@@ -51,16 +53,20 @@ export function combinedPolicyBytes(technicalID: string, policy: Policy): number
   return JSON.stringify(policy).length + technicalID.length + 4;
 }
 
-/** Bytes the policies of one shard may take, given the operator's `maxObjectBytes`. */
-export function shardBudget(maxObjectBytes: number): number {
-  return maxObjectBytes - OBJECT_OVERHEAD_BYTES;
+/**
+ * Bytes the policies of one shard may take, given the operator's `maxObjectBytes` and the bytes of
+ * the form's own scaffolding around them (guards, lookups; 0 for the rules form).
+ */
+export function shardBudget(maxObjectBytes: number, scaffoldingBytes = 0): number {
+  return maxObjectBytes - Math.max(OBJECT_OVERHEAD_BYTES, scaffoldingBytes + GATEWAY_ROOM_BYTES);
 }
 
 /** Why a shoot's policy cannot be placed in any shard; names the size, the limit and the fix. */
-export function unplaceableMessage(technicalID: string, bytes: number, maxObjectBytes: number): string {
+export function unplaceableMessage(technicalID: string, bytes: number, maxObjectBytes: number, scaffoldingBytes = 0): string {
+  const budget = shardBudget(maxObjectBytes, scaffoldingBytes);
   return (
-    `the combined CONNECT policy of ${technicalID} needs ${bytes} bytes, more than the ${shardBudget(maxObjectBytes)} bytes one combined filter may hold ` +
-    `(operator maxObjectBytes ${maxObjectBytes} minus ${OBJECT_OVERHEAD_BYTES} for the object around it); list fewer or wider CIDRs, or raise maxObjectBytes`
+    `the combined CONNECT policy of ${technicalID} needs ${bytes} bytes, more than the ${budget} bytes one combined filter may hold ` +
+    `(operator maxObjectBytes ${maxObjectBytes} minus ${maxObjectBytes - budget} for the object around it); list fewer or wider CIDRs, or raise maxObjectBytes`
   );
 }
 
@@ -101,13 +107,14 @@ export function sizedForShards<S extends ShootPolicy, T>(
   shoots: readonly S[],
   maxObjectBytes: number,
   measure: (shoot: S) => { readonly bytes: number; readonly item: T },
+  scaffoldingBytes = 0,
 ): { readonly items: Sized<T>[]; readonly unplaced: Map<string, string> } {
-  const budget = shardBudget(maxObjectBytes);
+  const budget = shardBudget(maxObjectBytes, scaffoldingBytes);
   const items: Sized<T>[] = [];
   const unplaced = new Map<string, string>();
   for (const shoot of shoots) {
     const { bytes, item } = measure(shoot);
-    if (bytes > budget) unplaced.set(shoot.technicalID, unplaceableMessage(shoot.technicalID, bytes, maxObjectBytes));
+    if (bytes > budget) unplaced.set(shoot.technicalID, unplaceableMessage(shoot.technicalID, bytes, maxObjectBytes, scaffoldingBytes));
     else items.push({ key: shoot.technicalID, bytes, item });
   }
   return { items, unplaced };

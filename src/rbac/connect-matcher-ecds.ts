@@ -20,6 +20,8 @@ import {
   matcherEntryBytes,
   matcherFormObject,
   metadataKey,
+  SCAFFOLD_GATEWAY,
+  scaffoldingBytes,
   setHeadersFilter,
   shootAclLeaf,
   type MatcherEntry,
@@ -86,6 +88,11 @@ export function ecdsBucketObject(gateway: GatewayWorkload, bucket: number, heade
   };
 }
 
+/** A bucket object's scaffolding for `headers` (see scaffoldingBytes). */
+export function ecdsScaffoldingBytes(headers: readonly string[]): number {
+  return scaffoldingBytes('ecds', headers, (entries) => ecdsBucketObject(SCAFFOLD_GATEWAY, 999, headers, entries), ecdsEntryBytes);
+}
+
 /** The bucket of a shoot: jump consistent hashing, so a change of the bucket count moves few shoots. */
 export function ecdsBucketOf(technicalID: string, buckets: number): number {
   return jumpHash(fnv1a64(technicalID), buckets);
@@ -108,9 +115,10 @@ export function ecdsBucketPlan<T>(
   items: readonly Sized<T>[],
   buckets: number,
   maxObjectBytes: number,
+  headers: readonly string[],
   stored?: ReadonlyMap<string, StoredPlace>,
 ): { readonly buckets: Sized<T>[][]; readonly overflow: Map<string, string> } {
-  const budget = shardBudget(maxObjectBytes);
+  const budget = shardBudget(maxObjectBytes, ecdsScaffoldingBytes(headers));
   const planned = fixedBuckets(items, buckets, budget, stored);
   const overflow = new Map(
     planned.overflow.map(({ item, bucket }) => [
@@ -132,11 +140,16 @@ export function buildEcdsConnectObjects(
 ): (GeneratedEnvoyFilter<MatcherFormPatch> | GeneratedEnvoyFilter<ExtensionConfigPatch>)[] {
   const { operator } = seed;
   const headers = operator.protectedHeaders;
-  const { items, unplaced } = sizedForShards(seed.shoots, operator.maxObjectBytes, (shoot) => {
-    const leaf = shootAclLeaf(shoot);
-    return { bytes: ecdsEntryBytes(shoot.technicalID, leaf), item: { mode: shoot.rule.mode, policy: leaf } satisfies MatcherEntry };
-  });
-  const plan = ecdsBucketPlan(items, buckets, operator.maxObjectBytes);
+  const { items, unplaced } = sizedForShards(
+    seed.shoots,
+    operator.maxObjectBytes,
+    (shoot) => {
+      const leaf = shootAclLeaf(shoot);
+      return { bytes: ecdsEntryBytes(shoot.technicalID, leaf), item: { mode: shoot.rule.mode, policy: leaf } satisfies MatcherEntry };
+    },
+    ecdsScaffoldingBytes(headers),
+  );
+  const plan = ecdsBucketPlan(items, buckets, operator.maxObjectBytes, headers);
   const problem = [...unplaced.values(), ...plan.overflow.values()][0];
   if (problem !== undefined) throw new Error(problem);
   const gateways = [...seed.gateways].sort((a, b) => a.namespace.localeCompare(b.namespace));
@@ -149,8 +162,7 @@ export function buildEcdsConnectObjects(
 /** How many buckets a stored listener part names (its discovered filters per extracted header); undefined when unreadable. */
 export function storedBucketCount(spec: unknown): number | undefined {
   const headers = extractedHeaders(spec).length;
-  const patches: unknown[] = isRecord(spec) && Array.isArray(spec['configPatches']) ? spec['configPatches'] : [];
-  const references = patches.filter((patch) => isRecord(patch) && isRecord(patch['patch']) && isRecord(patch['patch']['value']) && 'config_discovery' in patch['patch']['value']).length;
+  const references = discoveredResourceNames(spec).length;
   if (headers === 0 || references === 0 || references % headers !== 0) return undefined;
   return references / headers;
 }
@@ -163,6 +175,11 @@ const storedPatchValues = (spec: unknown): { readonly patch: Record<string, unkn
 /** The ECDS resources a stored listener part names. */
 export function discoveredResourceNames(spec: unknown): string[] {
   return storedPatchValues(spec).flatMap(({ value }) => ('config_discovery' in value && typeof value['name'] === 'string' ? [value['name']] : []));
+}
+
+/** The ECDS resources a stored bucket object defines. */
+export function definedResourceNames(spec: unknown): string[] {
+  return storedPatchValues(spec).flatMap(({ patch, value }) => (patch['applyTo'] === 'EXTENSION_CONFIG' && typeof value['name'] === 'string' ? [value['name']] : []));
 }
 
 /**

@@ -17,7 +17,7 @@ import type { GatewayWorkload, SeedAcl, ShootPolicy } from '../acl/model.js';
 import type { PrincipalType } from '../acl/provider-config.js';
 import { MANAGED_BY, MANAGED_BY_LABEL, ROLE_LABEL, type GeneratedEnvoyFilter, type MatcherFormFilter, type MatcherFormPatch } from './envoy-filter-types.js';
 import { HTTP_RBAC_TYPE } from './envoy-rbac-types.js';
-import { commonAdmitted, withHoisted, withoutHoisted } from './hoisted-ranges.js';
+import { commonAdmitted, withHoisted, withoutHoisted, type Range } from './hoisted-ranges.js';
 import { FILTER_NAMES, type PolicyEntry } from './filter-values.js';
 import { indexedShards } from './sharding.js';
 import { CONNECT_FILTER_PREFIX, shardBudget, sizedForShards } from './combined-connect-filters.js';
@@ -339,10 +339,10 @@ export function parseMatcherFilterName(name: string): { readonly port: number; r
 }
 
 /** The shoots' map of a lookup matcher (after the guards and the ranges every shoot admits), and those ranges. */
-export function lookupOf(matcher: unknown): { readonly map: Record<string, unknown>; readonly hoisted: Parameters<typeof withHoisted>[1] } | undefined {
+export function lookupOf(matcher: unknown): { readonly map: Record<string, unknown>; readonly hoisted: readonly Range[] } | undefined {
   if (!isRecord(matcher) || !isRecord(matcher['on_no_match'])) return undefined;
   let next: unknown = matcher['on_no_match'];
-  let hoisted: Parameters<typeof withHoisted>[1] = [];
+  let hoisted: readonly Range[] = [];
   const remote = ipInput('remote_ip');
   // The ranges every shoot admits, when hoisted: an IP node before the lookup.
   const first = isRecord(next) ? next['matcher'] : undefined;
@@ -449,16 +449,60 @@ export function matcherEntryBytes(technicalID: string, leaf: OnMatch, headers: n
   return (JSON.stringify(leaf).length + technicalID.length + 5) * headers;
 }
 
+// The same headers always measure the same: measured once per form and header list.
+const measuredScaffolding = new Map<string, number>();
+
+/**
+ * The bytes an object of a matcher form takes besides its entries: both matchers (one enforced and
+ * one audited entry bring both) with their guards and lookups, for these headers. Shards are
+ * filled up to maxObjectBytes minus this (and room for the gateway), so no object exceeds it.
+ */
+export function scaffoldingBytes(kind: string, headers: readonly string[], build: (entries: ReadonlyMap<string, MatcherEntry>) => unknown, entryBytes: (technicalID: string, leaf: OnMatch) => number): number {
+  const key = `${kind}\n${headers.join('\n')}`;
+  const known = measuredScaffolding.get(key);
+  if (known !== undefined) return known;
+  const entries = new Map(
+    (['enforce', 'audit'] as const).map((mode): [string, MatcherEntry] => {
+      const technicalID = `shoot--scaffold--${mode}`;
+      // No ranges: a leaf that is only its actions, so nothing is hoisted.
+      return [technicalID, { mode, policy: shootAclLeaf({ technicalID, rule: { action: 'ALLOW', type: 'remote_ip', cidrs: [], mode }, alwaysAllowed: [] }) }];
+    }),
+  );
+  const entriesBytes = [...entries].reduce((sum, [id, entry]) => sum + entryBytes(id, entry.policy), 0);
+  const measured = JSON.stringify(build(entries)).length - entriesBytes;
+  measuredScaffolding.set(key, measured);
+  return measured;
+}
+
+/** The gateway scaffolding is measured with (GATEWAY_ROOM_BYTES is the room for longer ones). */
+export const SCAFFOLD_GATEWAY: GatewayWorkload = { namespace: 'istio-ingress', selector: { app: 'istio-ingressgateway', istio: 'ingressgateway' } };
+
+/** The matcher form's scaffolding for `headers` (see scaffoldingBytes). */
+export function matcherScaffoldingBytes(headers: readonly string[]): number {
+  return scaffoldingBytes(
+    'matcher',
+    headers,
+    (entries) => matcherConnectFilter(SCAFFOLD_GATEWAY, 65535, 999, headers, entries),
+    (id, leaf) => matcherEntryBytes(id, leaf, headers.length),
+  );
+}
+
 /** The matcher-form combined filters, sharded and ordered as the rules form's. */
 export function buildMatcherConnectFilters(seed: Pick<SeedAcl, 'operator' | 'gateways'> & { readonly shoots: readonly ShootPolicy[] }): GeneratedEnvoyFilter<MatcherFormPatch>[] {
   const { operator } = seed;
-  const { items, unplaced } = sizedForShards(seed.shoots, operator.maxObjectBytes, (shoot): { bytes: number; item: MatcherEntry } => {
-    const leaf = shootAclLeaf(shoot);
-    return { bytes: matcherEntryBytes(shoot.technicalID, leaf, operator.protectedHeaders.length), item: { mode: shoot.rule.mode, policy: leaf } };
-  });
+  const scaffolding = matcherScaffoldingBytes(operator.protectedHeaders);
+  const { items, unplaced } = sizedForShards(
+    seed.shoots,
+    operator.maxObjectBytes,
+    (shoot): { bytes: number; item: MatcherEntry } => {
+      const leaf = shootAclLeaf(shoot);
+      return { bytes: matcherEntryBytes(shoot.technicalID, leaf, operator.protectedHeaders.length), item: { mode: shoot.rule.mode, policy: leaf } };
+    },
+    scaffolding,
+  );
   const [first] = unplaced.values();
   if (first !== undefined) throw new Error(`cannot shard: ${first}`);
-  const shards = indexedShards(items, shardBudget(operator.maxObjectBytes));
+  const shards = indexedShards(items, shardBudget(operator.maxObjectBytes, scaffolding));
   const gateways = [...seed.gateways].sort((a, b) => a.namespace.localeCompare(b.namespace));
   if (shards.length === 0) return [];
   return gateways.flatMap((gateway) =>

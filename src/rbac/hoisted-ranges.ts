@@ -14,7 +14,8 @@ import { jsonEqual } from './deep-equal.js';
 
 type Json = null | boolean | number | string | readonly Json[] | { readonly [key: string]: Json };
 type Node = { readonly [key: string]: Json };
-type Range = { readonly address_prefix: string; readonly prefix_len: number };
+/** An IP range as Envoy's matchers hold it. */
+export type Range = { readonly address_prefix: string; readonly prefix_len: number };
 
 const rangeKey = (range: Range): string => `${range.address_prefix}/${range.prefix_len}`;
 

@@ -16,6 +16,7 @@ import { keyOf, replayPlan, type Store } from '../support/write-plan-replay.js';
 import type { EnvoyFilterObject } from '../../src/gardener/objects.js';
 import { extractedHeaders, extractionObjectName, parseMatcherFilterName, targetHeader } from '../../src/rbac/connect-matcher.js';
 import { buildEcdsConnectObjects } from '../../src/rbac/connect-matcher-ecds.js';
+import { shardBudget } from '../../src/rbac/combined-connect-filters.js';
 import { DEFAULT_GATEWAY, ZONAL_GATEWAY, cidr, rule } from '../support/test-seed.js';
 
 const base = { ...defaultOperatorConfig(), maxObjectBytes: 16 * 1024 };
@@ -47,6 +48,12 @@ function unprotected(store: Store, s: AppliedAcl): string[] {
 function replay(store: Store, operator: OperatorConfig, shoots: readonly AppliedAcl[], mustStay: readonly AppliedAcl[]): { gaps: string[]; steps: number } {
   const plan = planCombinedWrites({ operator, gateways: GATEWAYS, shoots, stored: [...store.values()] });
   return replayPlan(store, plan, () => mustStay.flatMap((s) => unprotected(store, s).map((path) => `${s.technicalID} on ${path}`)));
+}
+
+/** Whether the shoot alone fits a shard of the operator's form. */
+function fitsOneShard(op: OperatorConfig, s: AppliedAcl): boolean {
+  const form = combinedForm(op);
+  return form.bytes(s.technicalID, form.entry(s)) <= shardBudget(op.maxObjectBytes, form.scaffoldingBytes);
 }
 
 function converged(store: Store, operator: OperatorConfig, shoots: readonly AppliedAcl[]): boolean {
@@ -134,14 +141,13 @@ describe('the matcher form in the write plan', () => {
   });
 
   it('a shoot that fits a shard of the old form but none of the new keeps its old-form shard (and its extraction) after a switch', () => {
-    const budget = 16 * 1024 - 4096;
     const sized = (n: number): AppliedAcl => ({ ...shoot(99), rule: rule('ALLOW', 'remote_ip', Array.from({ length: n }, (_, i) => `100.${64 + (i >> 8)}.${i & 255}.1/32`)) });
     let switches = 0;
     for (const [from, to] of [
       [RULES, MATCHER],
       [MATCHER, RULES],
     ] as const) {
-      const fits = (op: OperatorConfig, s: AppliedAcl) => combinedForm(op).bytes(s.technicalID, combinedForm(op).entry(s)) <= budget;
+      const fits = (op: OperatorConfig, s: AppliedAcl) => fitsOneShard(op, s);
       const n = Array.from({ length: 400 }, (_, i) => i + 1).find((k) => fits(from, sized(k)) && !fits(to, sized(k)));
       if (n === undefined) continue;
       const big = sized(n);
@@ -226,6 +232,37 @@ describe('the ECDS form in the write plan', () => {
     return replayPlan(store, plan, () => [...danglingReferences(store), ...mustStay.flatMap((s) => unprotected(store, s).map((path) => `${s.technicalID} on ${path}`))]);
   };
 
+  /** What the version before one resource per bucket stored: per bucket and header a resource `gardener-acl-connect-b<NNN>-<header>`, every one named by every listener part. */
+  const earlier = (bucket: number, header: string) => `gardener-acl-connect-b${String(bucket).padStart(3, '0')}-${header}`;
+  const toEarlierVersion = (store: Store, operator: OperatorConfig) => {
+    type Patch = { applyTo?: string; patch: { value: Record<string, unknown> } };
+    for (const [k, f] of store) {
+      const patches = f.spec.configPatches as Patch[];
+      const bucket = /ecds-b(\d{3})$/.exec(f.metadata.name);
+      if (bucket) {
+        const value = patches[0]!.patch.value;
+        const resources = operator.protectedHeaders.map((h) => ({ applyTo: 'EXTENSION_CONFIG', patch: { operation: 'ADD', value: { ...value, name: earlier(Number(bucket[1]), h) } } }));
+        store.set(k, { ...f, spec: { ...f.spec, configPatches: resources } });
+      } else if (isListenerPart(f.metadata.name)) {
+        const template = patches.find((p) => 'config_discovery' in p.patch.value)!;
+        const references = Array.from({ length: operator.ecdsBuckets }, (_, b) => operator.protectedHeaders.map((h) => ({ ...template, patch: { ...template.patch, value: { ...template.patch.value, name: earlier(b, h) } } }))).flat();
+        store.set(k, { ...f, spec: { ...f.spec, configPatches: [...patches.filter((p) => !('config_discovery' in p.patch.value)), ...references] } });
+      }
+    }
+  };
+
+  /** The ECDS objects of `ecds` stored for six shoots and one (`big`) that fits a bucket of `ecds` but no shard of `other`. */
+  const storedWithOnlyEcdsShoot = (ecds: OperatorConfig, other: OperatorConfig) => {
+    const sized = (n: number): AppliedAcl => ({ ...shoot(99), rule: rule('ALLOW', 'remote_ip', Array.from({ length: n }, (_, i) => `100.${64 + (i >> 8)}.${i & 255}.1/32`)) });
+    const n = Array.from({ length: 1000 }, (_, i) => i + 1).find((k) => fitsOneShard(ecds, sized(k)) && !fitsOneShard(other, sized(k)));
+    expect(n).toBeDefined();
+    const big = sized(n!);
+    const others = range(0, 6);
+    const store: Store = new Map();
+    replayPlan(store, planCombinedWrites({ operator: ecds, gateways: GATEWAYS, shoots: [big, ...others], stored: [] }), () => []);
+    return { big, others, store };
+  };
+
   it('writes every bucket (empty ones too) before the listener parts that name them; one ACL change rewrites one bucket per gateway and no listener part', () => {
     const first = planCombinedWrites({ operator: ECDS, gateways: GATEWAYS, shoots: range(0, 3), stored: [] });
     const names = first.grow.map((w) => w.metadata.name);
@@ -280,7 +317,7 @@ describe('the ECDS form in the write plan', () => {
     // From scratch there is no stored count to keep: the overflowing shoots are reported with the fix.
     const fresh = planCombinedWrites({ operator: tight, gateways: GATEWAYS, shoots, stored: [] });
     expect(fresh.unplaced.size).toBeGreaterThan(0);
-    for (const why of fresh.unplaced.values()) expect(why).toMatch(/ in ECDS bucket [01] of 2, which other shoots fill up to the 12288 bytes one object may hold; raise ecdsBuckets or maxObjectBytes in the OperatorConfiguration$/);
+    for (const why of fresh.unplaced.values()) expect(why).toMatch(/ in ECDS bucket [01] of 2, which other shoots fill up to the 9383 bytes one object may hold; raise ecdsBuckets or maxObjectBytes in the OperatorConfiguration$/);
   });
 
   it('a shoot that no longer fits its bucket keeps its stored entry there', () => {
@@ -327,22 +364,7 @@ describe('the ECDS form in the write plan', () => {
     const store: Store = new Map();
     const shoots = range(0, 20);
     replayChecked(store, roomy, shoots, []);
-    // What the earlier version stored: per bucket and header a resource `gardener-acl-connect-b<NNN>-<header>`, every one named by every listener part.
-    const earlier = (bucket: number, header: string) => `gardener-acl-connect-b${String(bucket).padStart(3, '0')}-${header}`;
-    type Patch = { applyTo?: string; patch: { value: Record<string, unknown> } };
-    for (const [k, f] of store) {
-      const patches = f.spec.configPatches as Patch[];
-      const bucket = /ecds-b(\d{3})$/.exec(f.metadata.name);
-      if (bucket) {
-        const value = patches[0]!.patch.value;
-        const resources = roomy.protectedHeaders.map((h) => ({ applyTo: 'EXTENSION_CONFIG', patch: { operation: 'ADD', value: { ...value, name: earlier(Number(bucket[1]), h) } } }));
-        store.set(k, { ...f, spec: { ...f.spec, configPatches: resources } });
-      } else if (isListenerPart(f.metadata.name)) {
-        const template = patches.find((p) => 'config_discovery' in p.patch.value)!;
-        const references = Array.from({ length: roomy.ecdsBuckets }, (_, b) => roomy.protectedHeaders.map((h) => ({ ...template, patch: { ...template.patch, value: { ...template.patch.value, name: earlier(b, h) } } }))).flat();
-        store.set(k, { ...f, spec: { ...f.spec, configPatches: [...patches.filter((p) => !('config_discovery' in p.patch.value)), ...references] } });
-      }
-    }
+    toEarlierVersion(store, roomy);
     expect(danglingReferences(store)).toEqual([]);
     const heldLoosely = () =>
       GATEWAYS.flatMap((g) => {
@@ -381,14 +403,7 @@ describe('the ECDS form in the write plan', () => {
 
   it('switching away from ecds while a shoot fits only ecds: the kept buckets hold only that shoot, so nobody else\'s stale policy goes on deciding', () => {
     const wide: OperatorConfig = { ...ECDS, maxObjectBytes: 64 * 1024, ecdsBuckets: 4 };
-    const fits = (op: OperatorConfig, s: AppliedAcl) => combinedForm(op).bytes(s.technicalID, combinedForm(op).entry(s)) <= op.maxObjectBytes - 4096;
-    const sized = (n: number): AppliedAcl => ({ ...shoot(99), rule: rule('ALLOW', 'remote_ip', Array.from({ length: n }, (_, i) => `100.${64 + (i >> 8)}.${i & 255}.1/32`)) });
-    const n = Array.from({ length: 400 }, (_, i) => i + 1).find((k) => fits(wide, sized(k)) && !fits(RULES, sized(k)));
-    expect(n).toBeDefined();
-    const big = sized(n!);
-    const others = range(0, 6);
-    const store: Store = new Map();
-    replayPlan(store, planCombinedWrites({ operator: wide, gateways: GATEWAYS, shoots: [big, ...others], stored: [] }), () => []);
+    const { big, others, store } = storedWithOnlyEcdsShoot(wide, RULES);
     // The switch to rules; at the same time the owner of the first other shoot removes its ACL.
     const active = [big, ...others.slice(1)];
     const run = replay(store, RULES, active, active.filter((s) => s !== big));
@@ -399,6 +414,47 @@ describe('the ECDS form in the write plan', () => {
     const holders = (id: string) => [...store.values()].filter((f) => storedEntriesAnyForm(f).has(id)).map((f) => f.metadata.name);
     expect(holders(others[0]!.technicalID)).toEqual([]);
     for (const s of active.filter((x) => x !== big)) expect(holders(s.technicalID).every((name) => /^acl-connect-\d+-\d{3}$/.test(name))).toBe(true);
+  });
+
+  it.each([
+    ['one protected header, room for both versions in a bucket: the kept objects move to this version, the earlier resources go last', ['reversed-vpn'], true],
+    ['two protected headers, no room for both: the kept buckets and listener parts stay as stored, and the plan says why', ['reversed-vpn', 'x-gardener-destination'], false],
+  ])('an upgrade from one resource per bucket and header and a switch away from ecds in the same sync, while a shoot fits only ecds (%s); no listener names a missing resource after any write', (_, protectedHeaders, upgraded) => {
+    const wide: OperatorConfig = { ...ECDS, protectedHeaders, maxObjectBytes: 64 * 1024, ecdsBuckets: 4 };
+    const rules: OperatorConfig = { ...wide, combinedForm: 'rules' };
+    const { big, others, store } = storedWithOnlyEcdsShoot(wide, rules);
+    toEarlierVersion(store, wide);
+    // The earlier version's buckets protect whom they hold (read loosely: this version would write them otherwise).
+    const heldByBucket = (namespace: string, s: AppliedAcl) => [...store.values()].some((f) => f.metadata.namespace === namespace && isBucket(f.metadata.name) && storedEntriesAnyForm(f).has(s.technicalID));
+    const bigHeldEverywhere = () => GATEWAYS.flatMap((g) => (heldByBucket(g.namespace, big) ? [] : [`${big.technicalID} on ${g.namespace}`]));
+    const uncovered = (op: OperatorConfig, s: AppliedAcl) => {
+      const form = combinedForm(op);
+      return uncoveredPaths(storedCoverage([...store.values()], selectors, form), s.technicalID, form.entry(s), namespaces, op.protectedPorts);
+    };
+    const unheld = (s: AppliedAcl) =>
+      uncovered(rules, s)
+        .filter((path) => uncovered(wide, s).includes(path) && !heldByBucket(path.split(':')[0]!, s))
+        .map((path) => `${s.technicalID} on ${path}`);
+    let syncs = 0;
+    let held: string | undefined;
+    while (!converged(store, rules, [big, ...others]) && syncs < 6) {
+      const plan = planCombinedWrites({ operator: rules, gateways: GATEWAYS, shoots: [big, ...others], stored: [...store.values()] });
+      const run = replayPlan(store, plan, () => [...danglingReferences(store), ...bigHeldEverywhere(), ...others.flatMap(unheld)]);
+      expect(run.gaps).toEqual([]);
+      held = plan.held;
+      syncs += 1;
+    }
+    expect(converged(store, rules, [big, ...others])).toBe(true);
+    for (const s of others) expect(coveredIn(store, rules, s)).toBe(true);
+    const earlierNamesStored = JSON.stringify([...store.values()]).includes(earlier(0, 'reversed-vpn'));
+    expect(earlierNamesStored).toBe(!upgraded);
+    if (!upgraded) expect(held).toMatch(/^istio-ingress(--z1)?\/acl-connect-ecds-b\d{3} stays as an earlier version stored it .* raise maxObjectBytes or switch back to combinedForm ecds until the upgrade is done$/);
+    if (upgraded) {
+      // This version's listener parts and buckets, holding only the shoot that fits nothing else.
+      expect(coveredIn(store, wide, big)).toBe(true);
+      const holders = (id: string) => [...store.values()].filter((f) => storedEntriesAnyForm(f).has(id)).map((f) => f.metadata.name);
+      for (const s of others) expect(holders(s.technicalID).every((name) => /^acl-connect-\d+-\d{3}$/.test(name))).toBe(true);
+    }
   });
 
   it('a listener part or bucket changed or deleted by another writer protects nobody it should, and the next plan restores it', () => {
