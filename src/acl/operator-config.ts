@@ -20,7 +20,8 @@ const headerName = z
 export const DEFAULT_PROTECTED_HEADERS = ['Reversed-VPN', 'X-Gardener-Destination'] as const;
 export const DEFAULT_PROTECTED_PORTS = [8132, 8443] as const;
 export const MAX_ADDITIONAL_ALLOWED_CIDRS = 100;
-const MAX_OBJECT_BYTES = 1024 * 1024;
+/** Largest maxObjectBytes: well below the API server's request limit (3 MiB) and etcd's value limit (1.5 MiB). */
+export const MAX_OBJECT_BYTES = 1024 * 1024;
 /**
  * Always-allowed ranges a real shoot brings besides the operator's: seed nodes and pods, shoot
  * nodes, Infrastructure egress CIDRs and a managed seed's egress; 16 leaves room for many egress IPs.

@@ -9,7 +9,7 @@
 // The forms use different object names, so a switch writes the new form completely before the old
 // objects are deleted: both are enforced meanwhile, never neither.
 import type { GatewayWorkload, ShootPolicy } from '../acl/model.js';
-import type { CombinedFormName, OperatorConfig } from '../acl/operator-config.js';
+import { MAX_OBJECT_BYTES, type CombinedFormName, type OperatorConfig } from '../acl/operator-config.js';
 import type { EnvoyFilterObject } from '../gardener/objects.js';
 import { combinedConnectEntry, combinedConnectFilter, combinedPolicyBytes, parseConnectFilterName, shardBudget, sizedForShards } from '../rbac/combined-connect-filters.js';
 import {
@@ -363,12 +363,13 @@ export function keptOnly(filter: EnvoyFilterObject, unplaced: ReadonlyMap<string
   const carried = otherStoredResources(filter.spec, ecdsResourceName(bucket)).filter((p) => namedResources.has(p.patch.value.name));
   if (carried.length === 0) return rewritten;
   const withCarried = { ...rewritten, spec: { ...rewritten.spec, configPatches: [...rewritten.spec.configPatches, ...carried] } };
-  if (JSON.stringify(withCarried).length <= operator.maxObjectBytes) return withCarried;
+  const needed = JSON.stringify(withCarried).length;
+  if (needed <= operator.maxObjectBytes) return withCarried;
   // The stale policies it holds go on deciding next to the current form's: nothing is admitted that either refuses.
+  const fixes = [...(needed <= MAX_OBJECT_BYTES ? [`raise maxObjectBytes to at least ${needed}`] : []), 'switch back to combinedForm ecds to finish the upgrade first'];
   return (
-    `${filter.metadata.namespace}/${filter.metadata.name} stays as an earlier version stored it (with other shoots' earlier policies): ` +
-    `it holds ${[...entries.keys()].join(', ')}, which fit no ${operator.combinedForm} shard, and this version's resource next to the earlier ones would exceed maxObjectBytes ${operator.maxObjectBytes}; ` +
-    `raise maxObjectBytes or switch back to combinedForm ecds until the upgrade is done`
+    `${filter.metadata.namespace}/${filter.metadata.name} is kept as stored, other shoots' earlier policies included, while listener parts name an earlier version's resources: ` +
+    `this version's resource next to them takes ${needed} bytes, more than maxObjectBytes ${operator.maxObjectBytes}; ${fixes.join(', or ')}`
   );
 }
 
@@ -382,4 +383,56 @@ function keptListenerPart(part: EnvoyFilterObject, gateway: GatewayWorkload, por
   const defined = new Set(inNamespace.filter((f) => parseEcdsBucketObjectName(f.metadata.name) !== undefined).flatMap((f) => definedResourceNames(f.spec)));
   if (!Array.from({ length: count }, (_, b) => ecdsResourceName(b)).every((name) => defined.has(name))) return undefined;
   return ecdsListenerObject(gateway, port, extractedHeaders(part.spec), count);
+}
+
+/**
+ * What kept objects of another form need and another writer deleted (or a gateway added since),
+ * written again: a kept matcher shard without its extraction refuses every request that carries a
+ * protected header; a kept listener part naming a missing bucket keeps new gateway pods from
+ * serving; kept buckets without listener parts protect nobody. While any gateway keeps a bucket,
+ * every gateway keeps the whole ECDS set (`keep`: stored objects not to delete), and a missing
+ * bucket holds what the same bucket holds for `unplaced` shoots on another gateway (every gateway
+ * gets the same content). Only this version's ECDS shape is restored: while an earlier version's
+ * names are stored, what is stored stays as it is.
+ */
+export function keptSupportRestored(
+  kept: readonly EnvoyFilterObject[],
+  stored: readonly EnvoyFilterObject[],
+  gateways: readonly GatewayWorkload[],
+  unplaced: ReadonlyMap<string, string>,
+  operator: OperatorConfig,
+): { readonly writes: CombinedWrite[]; readonly keep: EnvoyFilterObject[] } {
+  const writes: CombinedWrite[] = [];
+  const storedNames = new Set(stored.map((f) => `${f.metadata.namespace}/${f.metadata.name}`));
+  for (const shard of kept) {
+    const selector = storedSelector(shard);
+    const matcher = parseMatcherFilterName(shard.metadata.name);
+    if (!selector || !matcher || storedNames.has(`${shard.metadata.namespace}/${extractionObjectName(matcher.port)}`)) continue;
+    writes.push(extractionObject({ namespace: shard.metadata.namespace, selector }, matcher.port, operator.protectedHeaders));
+  }
+  if (!kept.some((f) => parseEcdsBucketObjectName(f.metadata.name) !== undefined)) return { writes, keep: [] };
+  const namespaces = new Set(gateways.map((g) => g.namespace));
+  const isEcds = (f: EnvoyFilterObject) => parseEcdsBucketObjectName(f.metadata.name) !== undefined || parseEcdsListenerObjectName(f.metadata.name) !== undefined;
+  const keep = stored.filter((f) => namespaces.has(f.metadata.namespace) && isEcds(f)).sort((a, b) => a.metadata.namespace.localeCompare(b.metadata.namespace) || a.metadata.name.localeCompare(b.metadata.name));
+  const parts = keep.filter((f) => parseEcdsListenerObjectName(f.metadata.name) !== undefined);
+  const buckets = keep.filter((f) => parseEcdsBucketObjectName(f.metadata.name) !== undefined);
+  const count = Math.max(0, ...parts.map((f) => storedBucketCount(f.spec) ?? 0), ...buckets.map((f) => (parseEcdsBucketObjectName(f.metadata.name) ?? 0) + 1));
+  const thisVersion =
+    parts.every((f) => storedBucketCount(f.spec) === count && Array.from({ length: count }, (_, b) => ecdsResourceName(b)).every((name) => discoveredResourceNames(f.spec).includes(name))) &&
+    buckets.every((f) => definedResourceNames(f.spec).includes(ecdsResourceName(parseEcdsBucketObjectName(f.metadata.name) ?? 0)));
+  if (!thisVersion) return { writes, keep };
+  const named = parts.flatMap((f) => extractedHeaders(f.spec));
+  const headers = named.length > 0 ? [...new Set(named)].sort() : operator.protectedHeaders;
+  for (const gateway of [...gateways].sort((a, b) => a.namespace.localeCompare(b.namespace))) {
+    const has = (name: string) => storedNames.has(`${gateway.namespace}/${name}`);
+    // Buckets first: the listener parts name them.
+    for (let bucket = 0; bucket < count; bucket++) {
+      if (has(ecdsBucketObjectName(bucket))) continue;
+      const elsewhere = buckets.find((f) => f.metadata.name === ecdsBucketObjectName(bucket));
+      const entries = new Map([...(elsewhere ? storedMatcherEntries(elsewhere.spec) : [])].filter(([id]) => unplaced.has(id)));
+      writes.push(ecdsBucketObject(gateway, bucket, headers, entries));
+    }
+    for (const port of operator.protectedPorts) if (!has(ecdsListenerObjectName(port))) writes.push(ecdsListenerObject(gateway, port, headers, count));
+  }
+  return { writes, keep };
 }

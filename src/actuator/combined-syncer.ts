@@ -22,7 +22,7 @@ import type { PolicyEntry } from '../rbac/filter-values.js';
 import { appliedFromState, type AppliedAcl } from './applied-state.js';
 import { refOf, type ClusterClient } from './cluster-client.js';
 import { storedCoverage, storedSelector, uncoveredPaths, type StoredCoverage } from './combined-coverage.js';
-import { combinedForm, deletionRank, type CombinedForm, isShardName, keptOnly, keptWith, storedEntriesAnyForm } from './combined-forms.js';
+import { combinedForm, deletionRank, type CombinedForm, isShardName, keptOnly, keptSupportRestored, keptWith, storedEntriesAnyForm } from './combined-forms.js';
 import { OPERATION_ANNOTATION, Operation, isMigrated } from './extension-contract.js';
 
 export interface CombinedSyncerDeps {
@@ -207,6 +207,14 @@ export function planCombinedWrites(input: {
     keptOther.add(key(filter));
     for (const needed of keptWith(filter, stored)) keptOther.add(key(needed));
   }
+  const restored = keptSupportRestored(
+    [...keptOther].flatMap((k) => storedByKey.get(k) ?? []),
+    stored,
+    sortedGateways,
+    unplaced,
+    operator,
+  );
+  for (const f of restored.keep) keptOther.add(key(f));
   const keptAsStored: string[] = [];
   for (const k of [...keptOther].sort()) {
     const filter = storedByKey.get(k);
@@ -220,7 +228,7 @@ export function planCombinedWrites(input: {
     .filter((f) => gatewayByNamespace.has(f.metadata.namespace) && !finals.has(key(f)) && !supporting.has(key(f)) && !keptOther.has(key(f)))
     .sort((a, b) => deletionRank(a.metadata.name) - deletionRank(b.metadata.name));
   const held = [...(placement.held !== undefined ? [placement.held] : []), ...keptAsStored].join('; ');
-  return { grow, settle, deletions, unplaced, ...(held !== '' ? { held } : {}) };
+  return { grow: [...grow, ...restored.writes], settle, deletions, unplaced, ...(held !== '' ? { held } : {}) };
 }
 
 /** A field the stored spec has and the wanted one lacks: server-side apply keeps such fields of other managers. */

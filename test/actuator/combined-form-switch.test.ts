@@ -5,6 +5,7 @@
 // changed by another writer counts as not protecting. ECDS: buckets are written before the listener
 // parts that name them and deleted after, an ACL change rewrites one bucket and no listener part,
 // a bucket count change or a removed header never leaves a listener part naming a missing resource.
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { GatewayWorkload } from '../../src/acl/model.js';
 import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
@@ -61,9 +62,10 @@ function converged(store: Store, operator: OperatorConfig, shoots: readonly Appl
   return again.grow.length + again.settle.length + again.deletions.length === 0;
 }
 
-function coveredIn(store: Store, operator: OperatorConfig, s: AppliedAcl): boolean {
+function coveredIn(store: Store, operator: OperatorConfig, s: AppliedAcl, gateways: readonly GatewayWorkload[] = GATEWAYS): boolean {
   const form = combinedForm(operator);
-  return uncoveredPaths(storedCoverage([...store.values()], selectors, form), s.technicalID, form.entry(s), namespaces, operator.protectedPorts).length === 0;
+  const inGateways = new Map(gateways.map((g) => [g.namespace, g.selector]));
+  return uncoveredPaths(storedCoverage([...store.values()], inGateways, form), s.technicalID, form.entry(s), [...inGateways.keys()], operator.protectedPorts).length === 0;
 }
 
 describe('the matcher form in the write plan', () => {
@@ -143,12 +145,15 @@ describe('the matcher form in the write plan', () => {
   it('a shoot that fits a shard of the old form but none of the new keeps its old-form shard (and its extraction) after a switch', () => {
     const sized = (n: number): AppliedAcl => ({ ...shoot(99), rule: rule('ALLOW', 'remote_ip', Array.from({ length: n }, (_, i) => `100.${64 + (i >> 8)}.${i & 255}.1/32`)) });
     let switches = 0;
+    // Matcher shards carry more around their entries than rules shards: from matcher, a larger maxObjectBytes before the switch.
+    const roomyMatcher: OperatorConfig = { ...MATCHER, maxObjectBytes: 24 * 1024 };
     for (const [from, to] of [
       [RULES, MATCHER],
-      [MATCHER, RULES],
+      [roomyMatcher, RULES],
     ] as const) {
       const fits = (op: OperatorConfig, s: AppliedAcl) => fitsOneShard(op, s);
       const n = Array.from({ length: 400 }, (_, i) => i + 1).find((k) => fits(from, sized(k)) && !fits(to, sized(k)));
+      expect(n, `a shoot that fits ${from.combinedForm} and not ${to.combinedForm}`).toBeDefined();
       if (n === undefined) continue;
       const big = sized(n);
       const shoots = [big, ...range(0, 5)];
@@ -162,9 +167,20 @@ describe('the matcher form in the write plan', () => {
       // The big shoot is still protected as before by the old form; the others by the new one.
       expect(coveredIn(store, from, big)).toBe(true);
       for (const s of range(0, 5)) expect(coveredIn(store, to, s)).toBe(true);
+      if (from === roomyMatcher) {
+        // Another writer deletes a kept extraction (a kept shard without it would refuse every request carrying a protected header): it comes back.
+        const extraction = `${DEFAULT_GATEWAY.namespace}/${extractionObjectName(8443)}`;
+        expect(store.delete(extraction)).toBe(true);
+        expect(coveredIn(store, from, big)).toBe(false);
+        const repair = planCombinedWrites({ operator: to, gateways: GATEWAYS, shoots, stored: [...store.values()] });
+        expect(repair.grow.map(keyOf)).toEqual([extraction]);
+        replayPlan(store, repair, () => []);
+        expect(coveredIn(store, from, big)).toBe(true);
+        expect(converged(store, to, shoots)).toBe(true);
+      }
       switches++;
     }
-    expect(switches).toBeGreaterThan(0);
+    expect(switches).toBe(2);
   });
 
   it('a protected header removed (alone, or with a port): the extraction reads both header sets until no stored shard checks the removed one, and is narrowed in the next sync; one added: it is extracted before any shard needs it', () => {
@@ -414,47 +430,102 @@ describe('the ECDS form in the write plan', () => {
     const holders = (id: string) => [...store.values()].filter((f) => storedEntriesAnyForm(f).has(id)).map((f) => f.metadata.name);
     expect(holders(others[0]!.technicalID)).toEqual([]);
     for (const s of active.filter((x) => x !== big)) expect(holders(s.technicalID).every((name) => /^acl-connect-\d+-\d{3}$/.test(name))).toBe(true);
+
+    // Another writer deletes kept objects: a bucket on one gateway and a listener part on the other,
+    // then everything kept on one gateway. Each comes back (the bucket with what the other gateway's
+    // same bucket holds), buckets before the listener parts that name them.
+    const kept = (namespace: string) => [...store.keys()].filter((k) => k.startsWith(`${namespace}/`) && (isBucket(k.slice(namespace.length + 1)) || isListenerPart(k.slice(namespace.length + 1)))).sort();
+    const before = new Map(store);
+    const bigBucket = [...store.values()].find((f) => f.metadata.namespace === DEFAULT_GATEWAY.namespace && isBucket(f.metadata.name) && storedEntriesAnyForm(f).has(big.technicalID))!;
+    const deletions: string[][] = [[keyOf(bigBucket), `${ZONAL_GATEWAY.namespace}/acl-connect-8132-ecds`], kept(ZONAL_GATEWAY.namespace)];
+    for (const deleted of deletions) {
+      for (const k of deleted) expect(store.delete(k)).toBe(true);
+      expect(coveredIn(store, wide, big)).toBe(false);
+      const repair = planCombinedWrites({ operator: RULES, gateways: GATEWAYS, shoots: active, stored: [...store.values()] });
+      expect([...repair.grow.map(keyOf)].sort()).toEqual([...deleted].sort());
+      expect(repair.deletions).toEqual([]);
+      expect(replayPlan(store, repair, () => danglingReferences(store)).gaps).toEqual([]);
+      expect(coveredIn(store, wide, big)).toBe(true);
+      for (const k of deleted) expect(store.get(k)).toEqual(before.get(k));
+      expect(converged(store, RULES, active)).toBe(true);
+    }
   });
 
-  it.each([
-    ['one protected header, room for both versions in a bucket: the kept objects move to this version, the earlier resources go last', ['reversed-vpn'], true],
-    ['two protected headers, no room for both: the kept buckets and listener parts stay as stored, and the plan says why', ['reversed-vpn', 'x-gardener-destination'], false],
-  ])('an upgrade from one resource per bucket and header and a switch away from ecds in the same sync, while a shoot fits only ecds (%s); no listener names a missing resource after any write', (_, protectedHeaders, upgraded) => {
-    const wide: OperatorConfig = { ...ECDS, protectedHeaders, maxObjectBytes: 64 * 1024, ecdsBuckets: 4 };
+  /**
+   * Syncs under `target` until nothing is left to write, checking after every write that no listener
+   * part names a resource no bucket defines, and that every shoot is protected by `target` or by
+   * this version's ECDS objects as stored, or held by a bucket (read loosely: an earlier version's
+   * buckets protect whom they hold). Returns the last plan's `held`.
+   */
+  const syncUntilConverged = (store: Store, gateways: readonly GatewayWorkload[], target: OperatorConfig, ecds: OperatorConfig, big: AppliedAcl, others: readonly AppliedAcl[]): string | undefined => {
+    const inGateways = new Map(gateways.map((g) => [g.namespace, g.selector]));
+    const heldByBucket = (namespace: string, s: AppliedAcl) => [...store.values()].some((f) => f.metadata.namespace === namespace && isBucket(f.metadata.name) && storedEntriesAnyForm(f).has(s.technicalID));
+    const uncovered = (op: OperatorConfig, s: AppliedAcl) => {
+      const form = combinedForm(op);
+      return uncoveredPaths(storedCoverage([...store.values()], inGateways, form), s.technicalID, form.entry(s), [...inGateways.keys()], op.protectedPorts);
+    };
+    const gaps = () => [
+      ...danglingReferences(store),
+      ...[big, ...others].flatMap((s) =>
+        uncovered(target, s)
+          .filter((path) => uncovered(ecds, s).includes(path) && !heldByBucket(path.split(':')[0]!, s))
+          .map((path) => `${s.technicalID} on ${path}`),
+      ),
+    ];
+    const shoots = [big, ...others];
+    let held: string | undefined;
+    for (let syncs = 0; syncs < 6; syncs++) {
+      const plan = planCombinedWrites({ operator: target, gateways, shoots, stored: [...store.values()] });
+      held = plan.held;
+      if (plan.grow.length + plan.settle.length + plan.deletions.length === 0) return held;
+      expect(replayPlan(store, plan, gaps).gaps).toEqual([]);
+    }
+    throw new Error(`no convergence under ${target.combinedForm} within 6 syncs`);
+  };
+  const earlierNamesStored = (store: Store) => JSON.stringify([...store.values()]).includes('gardener-acl-connect-b000-reversed-vpn');
+  const onlyInRulesShards = (store: Store, s: AppliedAcl) =>
+    [...store.values()].filter((f) => storedEntriesAnyForm(f).has(s.technicalID)).every((f) => /^acl-connect-\d+-\d{3}$/.test(f.metadata.name));
+
+  it('an upgrade from one resource per bucket and header and a switch away from ecds in the same sync, while a shoot fits only ecds, with room in every bucket for both versions (synthetic earlier resources: this version\'s leaves under the earlier names): buckets carry the earlier resources, the listener parts follow, the earlier resources go last; nothing dangles after any write', () => {
+    const wide: OperatorConfig = { ...ECDS, protectedHeaders: ['reversed-vpn'], maxObjectBytes: 64 * 1024, ecdsBuckets: 4 };
     const rules: OperatorConfig = { ...wide, combinedForm: 'rules' };
     const { big, others, store } = storedWithOnlyEcdsShoot(wide, rules);
     toEarlierVersion(store, wide);
-    // The earlier version's buckets protect whom they hold (read loosely: this version would write them otherwise).
-    const heldByBucket = (namespace: string, s: AppliedAcl) => [...store.values()].some((f) => f.metadata.namespace === namespace && isBucket(f.metadata.name) && storedEntriesAnyForm(f).has(s.technicalID));
-    const bigHeldEverywhere = () => GATEWAYS.flatMap((g) => (heldByBucket(g.namespace, big) ? [] : [`${big.technicalID} on ${g.namespace}`]));
-    const uncovered = (op: OperatorConfig, s: AppliedAcl) => {
-      const form = combinedForm(op);
-      return uncoveredPaths(storedCoverage([...store.values()], selectors, form), s.technicalID, form.entry(s), namespaces, op.protectedPorts);
-    };
-    const unheld = (s: AppliedAcl) =>
-      uncovered(rules, s)
-        .filter((path) => uncovered(wide, s).includes(path) && !heldByBucket(path.split(':')[0]!, s))
-        .map((path) => `${s.technicalID} on ${path}`);
-    let syncs = 0;
-    let held: string | undefined;
-    while (!converged(store, rules, [big, ...others]) && syncs < 6) {
-      const plan = planCombinedWrites({ operator: rules, gateways: GATEWAYS, shoots: [big, ...others], stored: [...store.values()] });
-      const run = replayPlan(store, plan, () => [...danglingReferences(store), ...bigHeldEverywhere(), ...others.flatMap(unheld)]);
-      expect(run.gaps).toEqual([]);
-      held = plan.held;
-      syncs += 1;
-    }
-    expect(converged(store, rules, [big, ...others])).toBe(true);
+    expect(syncUntilConverged(store, GATEWAYS, rules, wide, big, others)).toBeUndefined();
+    expect(earlierNamesStored(store)).toBe(false);
+    // This version's listener parts and buckets, holding only the shoot that fits nothing else.
+    expect(coveredIn(store, wide, big)).toBe(true);
     for (const s of others) expect(coveredIn(store, rules, s)).toBe(true);
-    const earlierNamesStored = JSON.stringify([...store.values()]).includes(earlier(0, 'reversed-vpn'));
-    expect(earlierNamesStored).toBe(!upgraded);
-    if (!upgraded) expect(held).toMatch(/^istio-ingress(--z1)?\/acl-connect-ecds-b\d{3} stays as an earlier version stored it .* raise maxObjectBytes or switch back to combinedForm ecds until the upgrade is done$/);
-    if (upgraded) {
-      // This version's listener parts and buckets, holding only the shoot that fits nothing else.
-      expect(coveredIn(store, wide, big)).toBe(true);
-      const holders = (id: string) => [...store.values()].filter((f) => storedEntriesAnyForm(f).has(id)).map((f) => f.metadata.name);
-      for (const s of others) expect(holders(s.technicalID).every((name) => /^acl-connect-\d+-\d{3}$/.test(name))).toBe(true);
-    }
+    for (const s of others) expect(onlyInRulesShards(store, s)).toBe(true);
+  });
+
+  it('what the earlier version really stored (fixtures/ecds-per-header-store.json) and a switch to rules while a shoot fits only ecds: its bucket is kept as stored and the plan names the maxObjectBytes that fixes it; raised to that, everything converges; nothing dangles after any write', () => {
+    const fixture = JSON.parse(readFileSync(new URL('./fixtures/ecds-per-header-store.json', import.meta.url), 'utf8')) as {
+      bigShootCidrs: number;
+      maxObjectBytes: number;
+      protectedHeaders: string[];
+      ecdsBuckets: number;
+      objects: EnvoyFilterObject[];
+    };
+    const ecds: OperatorConfig = { ...ECDS, protectedHeaders: fixture.protectedHeaders, maxObjectBytes: fixture.maxObjectBytes, ecdsBuckets: fixture.ecdsBuckets };
+    const rules: OperatorConfig = { ...ecds, combinedForm: 'rules' };
+    const big: AppliedAcl = { ...shoot(99), rule: rule('ALLOW', 'remote_ip', Array.from({ length: fixture.bigShootCidrs }, (_, i) => `100.${64 + (i >> 8)}.${i & 255}.1/32`)) };
+    const others = range(0, 6);
+    const store: Store = new Map(fixture.objects.map((f) => [keyOf(f), f]));
+    expect(danglingReferences(store)).toEqual([]);
+    expect(fitsOneShard(ecds, big) && !fitsOneShard(rules, big)).toBe(true);
+
+    const held = syncUntilConverged(store, [DEFAULT_GATEWAY], rules, ecds, big, others);
+    const needed = /^istio-ingress\/acl-connect-ecds-b\d{3} is kept as stored, other shoots' earlier policies included, while listener parts name an earlier version's resources: this version's resource next to them takes (\d+) bytes, more than maxObjectBytes 32768; raise maxObjectBytes to at least \1, or switch back to combinedForm ecds to finish the upgrade first$/.exec(held ?? '');
+    expect(needed, held).not.toBeNull();
+    expect(earlierNamesStored(store)).toBe(true);
+    for (const s of others) expect(coveredIn(store, rules, s, [DEFAULT_GATEWAY])).toBe(true);
+
+    const raised: OperatorConfig = { ...rules, maxObjectBytes: Number(needed![1]) };
+    expect(syncUntilConverged(store, [DEFAULT_GATEWAY], raised, { ...ecds, maxObjectBytes: raised.maxObjectBytes }, big, others)).toBeUndefined();
+    expect(earlierNamesStored(store)).toBe(false);
+    expect(danglingReferences(store)).toEqual([]);
+    for (const s of [big, ...others]) expect(coveredIn(store, raised, s, [DEFAULT_GATEWAY]) || coveredIn(store, { ...ecds, maxObjectBytes: raised.maxObjectBytes }, s, [DEFAULT_GATEWAY])).toBe(true);
   });
 
   it('a listener part or bucket changed or deleted by another writer protects nobody it should, and the next plan restores it', () => {
