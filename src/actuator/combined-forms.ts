@@ -335,13 +335,16 @@ export function storedEntriesAnyForm(filter: EnvoyFilterObject): Map<string, Pol
 /**
  * A kept object of another form rewritten to hold only the entries of `unplaced` shoots (they
  * stay protected where they are; everyone else is protected by the current form by then, and a
- * stale policy of theirs must not go on deciding). Undefined for objects kept as stored; a
- * string says why an object that should be rewritten stays as stored.
+ * stale policy of theirs must not go on deciding), for the gateway's current selector. Undefined
+ * for objects kept as stored; a string says why an object that should be rewritten stays as stored.
  */
-export function keptOnly(filter: EnvoyFilterObject, unplaced: ReadonlyMap<string, string>, operator: OperatorConfig, stored: readonly EnvoyFilterObject[]): CombinedWrite | string | undefined {
-  const selector = storedSelector(filter);
-  if (!selector) return undefined;
-  const gateway = { namespace: filter.metadata.namespace, selector };
+export function keptOnly(
+  filter: EnvoyFilterObject,
+  gateway: GatewayWorkload,
+  unplaced: ReadonlyMap<string, string>,
+  operator: OperatorConfig,
+  stored: readonly EnvoyFilterObject[],
+): CombinedWrite | string | undefined {
   const inNamespace = stored.filter(sameNamespace(filter.metadata.namespace));
   const listenerPort = parseEcdsListenerObjectName(filter.metadata.name);
   if (listenerPort !== undefined) return keptListenerPart(filter, gateway, listenerPort, inNamespace);
@@ -349,7 +352,7 @@ export function keptOnly(filter: EnvoyFilterObject, unplaced: ReadonlyMap<string
   const rules = parseConnectFilterName(filter.metadata.name);
   if (rules) return rulesForm(operator).shard(gateway, rules.port, rules.shard, entries);
   const matcher = parseMatcherFilterName(filter.metadata.name);
-  if (matcher) return matcherForm(operator).shard(gateway, matcher.port, matcher.shard, entries);
+  if (matcher) return matcherConnectFilter(gateway, matcher.port, matcher.shard, keptMatcherHeaders(inNamespace, matcher.port, operator), entries as ReadonlyMap<string, MatcherEntry>);
   const bucket = parseEcdsBucketObjectName(filter.metadata.name);
   if (bucket === undefined) return undefined;
   const parts = inNamespace.filter((f) => parseEcdsListenerObjectName(f.metadata.name) !== undefined);
@@ -373,6 +376,13 @@ export function keptOnly(filter: EnvoyFilterObject, unplaced: ReadonlyMap<string
   );
 }
 
+/** The headers a kept matcher shard checks: what its port's stored extraction reads (a header it does not read would be refused), else the operator's. */
+function keptMatcherHeaders(inNamespace: readonly EnvoyFilterObject[], port: number, operator: OperatorConfig): readonly string[] {
+  const extraction = inNamespace.find((f) => f.metadata.name === extractionObjectName(port));
+  const read = extraction ? extractedHeaders(extraction.spec) : [];
+  return read.length > 0 ? read : operator.protectedHeaders;
+}
+
 /**
  * A kept ECDS listener part in this version's shape (same headers, same bucket count), once every
  * bucket it would name is stored with this version's resource; until then as stored.
@@ -385,54 +395,79 @@ function keptListenerPart(part: EnvoyFilterObject, gateway: GatewayWorkload, por
   return ecdsListenerObject(gateway, port, extractedHeaders(part.spec), count);
 }
 
+/** A stored object of ours as it would be written for `gateway` (its content verbatim). */
+function copiedFor(source: EnvoyFilterObject, gateway: GatewayWorkload): CombinedWrite {
+  const spec = source.spec as Readonly<Record<string, unknown>> & { readonly configPatches?: readonly unknown[] };
+  return {
+    apiVersion: 'networking.istio.io/v1alpha3',
+    kind: 'EnvoyFilter',
+    metadata: { name: source.metadata.name, namespace: gateway.namespace, labels: { ...(source.metadata.labels ?? {}) } },
+    spec: { ...spec, workloadSelector: { labels: gateway.selector }, configPatches: spec.configPatches ?? [] },
+  };
+}
+
 /**
  * What kept objects of another form need and another writer deleted (or a gateway added since),
  * written again: a kept matcher shard without its extraction refuses every request that carries a
  * protected header; a kept listener part naming a missing bucket keeps new gateway pods from
  * serving; kept buckets without listener parts protect nobody. While any gateway keeps a bucket,
- * every gateway keeps the whole ECDS set (`keep`: stored objects not to delete), and a missing
- * bucket holds what the same bucket holds for `unplaced` shoots on another gateway (every gateway
- * gets the same content). Only this version's ECDS shape is restored: while an earlier version's
- * names are stored, what is stored stays as it is.
+ * every gateway keeps the whole ECDS set (`keep`: stored objects not to delete). A missing bucket
+ * or listener part is copied from another gateway (every gateway gets the same content, whichever
+ * version wrote it; keptOnly then narrows it to the unplaced shoots); with no copy anywhere, it is built in this version's shape (a listener part
+ * only when every bucket it names holds this version's resource). `namespaces`: where something
+ * is restored; kept objects there are rewritten in a later sync, once they can be read with it.
  */
 export function keptSupportRestored(
   kept: readonly EnvoyFilterObject[],
   stored: readonly EnvoyFilterObject[],
   gateways: readonly GatewayWorkload[],
-  unplaced: ReadonlyMap<string, string>,
   operator: OperatorConfig,
-): { readonly writes: CombinedWrite[]; readonly keep: EnvoyFilterObject[] } {
+): { readonly writes: CombinedWrite[]; readonly keep: EnvoyFilterObject[]; readonly namespaces: ReadonlySet<string> } {
   const writes: CombinedWrite[] = [];
   const storedNames = new Set(stored.map((f) => `${f.metadata.namespace}/${f.metadata.name}`));
+  const known = new Map(gateways.map((g) => [g.namespace, g]));
   for (const shard of kept) {
-    const selector = storedSelector(shard);
+    const gateway = known.get(shard.metadata.namespace);
     const matcher = parseMatcherFilterName(shard.metadata.name);
-    if (!selector || !matcher || storedNames.has(`${shard.metadata.namespace}/${extractionObjectName(matcher.port)}`)) continue;
-    writes.push(extractionObject({ namespace: shard.metadata.namespace, selector }, matcher.port, operator.protectedHeaders));
+    if (!gateway || !matcher || storedNames.has(`${shard.metadata.namespace}/${extractionObjectName(matcher.port)}`)) continue;
+    writes.push(extractionObject(gateway, matcher.port, operator.protectedHeaders));
   }
-  if (!kept.some((f) => parseEcdsBucketObjectName(f.metadata.name) !== undefined)) return { writes, keep: [] };
-  const namespaces = new Set(gateways.map((g) => g.namespace));
   const isEcds = (f: EnvoyFilterObject) => parseEcdsBucketObjectName(f.metadata.name) !== undefined || parseEcdsListenerObjectName(f.metadata.name) !== undefined;
-  const keep = stored.filter((f) => namespaces.has(f.metadata.namespace) && isEcds(f)).sort((a, b) => a.metadata.namespace.localeCompare(b.metadata.namespace) || a.metadata.name.localeCompare(b.metadata.name));
+  const keep = kept.some((f) => parseEcdsBucketObjectName(f.metadata.name) !== undefined)
+    ? stored.filter((f) => known.has(f.metadata.namespace) && isEcds(f)).sort((a, b) => a.metadata.namespace.localeCompare(b.metadata.namespace) || a.metadata.name.localeCompare(b.metadata.name))
+    : [];
   const parts = keep.filter((f) => parseEcdsListenerObjectName(f.metadata.name) !== undefined);
   const buckets = keep.filter((f) => parseEcdsBucketObjectName(f.metadata.name) !== undefined);
-  const count = Math.max(0, ...parts.map((f) => storedBucketCount(f.spec) ?? 0), ...buckets.map((f) => (parseEcdsBucketObjectName(f.metadata.name) ?? 0) + 1));
-  const thisVersion =
-    parts.every((f) => storedBucketCount(f.spec) === count && Array.from({ length: count }, (_, b) => ecdsResourceName(b)).every((name) => discoveredResourceNames(f.spec).includes(name))) &&
-    buckets.every((f) => definedResourceNames(f.spec).includes(ecdsResourceName(parseEcdsBucketObjectName(f.metadata.name) ?? 0)));
-  if (!thisVersion) return { writes, keep };
+  const partCounts = parts.flatMap((f) => storedBucketCount(f.spec) ?? []);
+  const count = partCounts.length > 0 ? Math.max(...partCounts) : Math.max(0, ...buckets.map((f) => (parseEcdsBucketObjectName(f.metadata.name) ?? 0) + 1));
   const named = parts.flatMap((f) => extractedHeaders(f.spec));
   const headers = named.length > 0 ? [...new Set(named)].sort() : operator.protectedHeaders;
-  for (const gateway of [...gateways].sort((a, b) => a.namespace.localeCompare(b.namespace))) {
-    const has = (name: string) => storedNames.has(`${gateway.namespace}/${name}`);
-    // Buckets first: the listener parts name them.
+  const inOrder = keep.length > 0 ? [...gateways].sort((a, b) => a.namespace.localeCompare(b.namespace)) : [];
+  const storedHere = (gateway: GatewayWorkload, name: string) => keep.find((f) => f.metadata.namespace === gateway.namespace && f.metadata.name === name);
+  const elsewhere = (gateway: GatewayWorkload, name: string) => keep.find((f) => f.metadata.namespace !== gateway.namespace && f.metadata.name === name);
+  // Every gateway's buckets before any listener part: the parts name them.
+  const defined = new Map<string, Set<string>>();
+  for (const gateway of inOrder) {
+    const resources = new Set<string>();
     for (let bucket = 0; bucket < count; bucket++) {
-      if (has(ecdsBucketObjectName(bucket))) continue;
-      const elsewhere = buckets.find((f) => f.metadata.name === ecdsBucketObjectName(bucket));
-      const entries = new Map([...(elsewhere ? storedMatcherEntries(elsewhere.spec) : [])].filter(([id]) => unplaced.has(id)));
-      writes.push(ecdsBucketObject(gateway, bucket, headers, entries));
+      const name = ecdsBucketObjectName(bucket);
+      const here = storedHere(gateway, name);
+      const source = elsewhere(gateway, name);
+      const write = here ? undefined : source ? copiedFor(source, gateway) : ecdsBucketObject(gateway, bucket, headers, new Map());
+      if (write) writes.push(write);
+      for (const resource of definedResourceNames((here ?? write)?.spec)) resources.add(resource);
     }
-    for (const port of operator.protectedPorts) if (!has(ecdsListenerObjectName(port))) writes.push(ecdsListenerObject(gateway, port, headers, count));
+    defined.set(gateway.namespace, resources);
   }
-  return { writes, keep };
+  for (const gateway of inOrder) {
+    const thisVersion = Array.from({ length: count }, (_, b) => ecdsResourceName(b)).every((resource) => defined.get(gateway.namespace)?.has(resource));
+    for (const port of operator.protectedPorts) {
+      const name = ecdsListenerObjectName(port);
+      if (storedHere(gateway, name)) continue;
+      const source = elsewhere(gateway, name);
+      if (source) writes.push(copiedFor(source, gateway));
+      else if (thisVersion && count > 0) writes.push(ecdsListenerObject(gateway, port, headers, count));
+    }
+  }
+  return { writes, keep, namespaces: new Set(writes.map((w) => w.metadata.namespace)) };
 }

@@ -211,14 +211,16 @@ export function planCombinedWrites(input: {
     [...keptOther].flatMap((k) => storedByKey.get(k) ?? []),
     stored,
     sortedGateways,
-    unplaced,
     operator,
   );
   for (const f of restored.keep) keptOther.add(key(f));
   const keptAsStored: string[] = [];
   for (const k of [...keptOther].sort()) {
     const filter = storedByKey.get(k);
-    const rewrite = filter && keptOnly(filter, unplaced, operator, stored);
+    const gateway = filter && gatewayByNamespace.get(filter.metadata.namespace);
+    // Where something was restored, the kept objects are read again with it in the next sync.
+    if (!filter || !gateway || restored.namespaces.has(filter.metadata.namespace)) continue;
+    const rewrite = keptOnly(filter, gateway, unplaced, operator, stored);
     if (typeof rewrite === 'string') keptAsStored.push(rewrite);
     else if (rewrite && !storedAs(filter, rewrite)) settle.push(rewrite);
   }
@@ -228,7 +230,8 @@ export function planCombinedWrites(input: {
     .filter((f) => gatewayByNamespace.has(f.metadata.namespace) && !finals.has(key(f)) && !supporting.has(key(f)) && !keptOther.has(key(f)))
     .sort((a, b) => deletionRank(a.metadata.name) - deletionRank(b.metadata.name));
   const held = [...(placement.held !== undefined ? [placement.held] : []), ...keptAsStored].join('; ');
-  return { grow: [...grow, ...restored.writes], settle, deletions, unplaced, ...(held !== '' ? { held } : {}) };
+  // Restoring what kept objects need first: it repairs what another writer broke.
+  return { grow: [...restored.writes, ...grow], settle, deletions, unplaced, ...(held !== '' ? { held } : {}) };
 }
 
 /** A field the stored spec has and the wanted one lacks: server-side apply keeps such fields of other managers. */
