@@ -395,8 +395,8 @@ function keptListenerPart(part: EnvoyFilterObject, gateway: GatewayWorkload, por
   return ecdsListenerObject(gateway, port, extractedHeaders(part.spec), count);
 }
 
-/** A stored object of ours as it would be written for `gateway` (its content verbatim). */
-function copiedFor(source: EnvoyFilterObject, gateway: GatewayWorkload): CombinedWrite {
+/** A stored object of ours as it would be written for `gateway` (its content verbatim, the gateway's selector). */
+export function copiedFor(source: EnvoyFilterObject, gateway: GatewayWorkload): CombinedWrite {
   const spec = source.spec as Readonly<Record<string, unknown>> & { readonly configPatches?: readonly unknown[] };
   return {
     apiVersion: 'networking.istio.io/v1alpha3',
@@ -464,8 +464,9 @@ export function keptSupportRestored(
     for (const port of operator.protectedPorts) {
       const name = ecdsListenerObjectName(port);
       if (storedHere(gateway, name)) continue;
+      // A copy only where this gateway's buckets define every resource it names (gateways may be at different steps of an upgrade).
       const source = elsewhere(gateway, name);
-      if (source) writes.push(copiedFor(source, gateway));
+      if (source && discoveredResourceNames(source.spec).every((resource) => defined.get(gateway.namespace)?.has(resource))) writes.push(copiedFor(source, gateway));
       else if (thisVersion && count > 0) writes.push(ecdsListenerObject(gateway, port, headers, count));
     }
   }

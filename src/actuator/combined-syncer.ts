@@ -22,7 +22,7 @@ import type { PolicyEntry } from '../rbac/filter-values.js';
 import { appliedFromState, type AppliedAcl } from './applied-state.js';
 import { refOf, type ClusterClient } from './cluster-client.js';
 import { storedCoverage, storedSelector, uncoveredPaths, type StoredCoverage } from './combined-coverage.js';
-import { combinedForm, deletionRank, type CombinedForm, isShardName, keptOnly, keptSupportRestored, keptWith, storedEntriesAnyForm } from './combined-forms.js';
+import { combinedForm, copiedFor, deletionRank, type CombinedForm, isShardName, keptOnly, keptSupportRestored, keptWith, storedEntriesAnyForm } from './combined-forms.js';
 import { OPERATION_ANNOTATION, Operation, isMigrated } from './extension-contract.js';
 
 export interface CombinedSyncerDeps {
@@ -222,7 +222,9 @@ export function planCombinedWrites(input: {
     if (!filter || !gateway || restored.namespaces.has(filter.metadata.namespace)) continue;
     const rewrite = keptOnly(filter, gateway, unplaced, operator, stored);
     if (typeof rewrite === 'string') keptAsStored.push(rewrite);
-    else if (rewrite && !storedAs(filter, rewrite)) settle.push(rewrite);
+    // Kept as stored, but for the gateway's current selector like everything else of the namespace.
+    const write = typeof rewrite === 'object' ? rewrite : copiedFor(filter, gateway);
+    if (!storedAs(filter, write)) settle.push(write);
   }
   // Only in namespaces of known gateways: filters elsewhere have no selector we could trust.
   // What names or relies on others goes first: nothing ever names or relies on a deleted object.
@@ -230,8 +232,7 @@ export function planCombinedWrites(input: {
     .filter((f) => gatewayByNamespace.has(f.metadata.namespace) && !finals.has(key(f)) && !supporting.has(key(f)) && !keptOther.has(key(f)))
     .sort((a, b) => deletionRank(a.metadata.name) - deletionRank(b.metadata.name));
   const held = [...(placement.held !== undefined ? [placement.held] : []), ...keptAsStored].join('; ');
-  // Restoring what kept objects need first: it repairs what another writer broke.
-  return { grow: [...restored.writes, ...grow], settle, deletions, unplaced, ...(held !== '' ? { held } : {}) };
+  return { grow: [...grow, ...restored.writes], settle, deletions, unplaced, ...(held !== '' ? { held } : {}) };
 }
 
 /** A field the stored spec has and the wanted one lacks: server-side apply keeps such fields of other managers. */

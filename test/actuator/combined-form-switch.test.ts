@@ -68,6 +68,14 @@ function coveredIn(store: Store, operator: OperatorConfig, s: AppliedAcl, gatewa
   return uncoveredPaths(storedCoverage([...store.values()], inGateways, form), s.technicalID, form.entry(s), [...inGateways.keys()], operator.protectedPorts).length === 0;
 }
 
+/** The zonal gateway's Deployment recreated with another label value (the old selector no longer matches its pods). */
+const ZONAL_RELABELLED: GatewayWorkload = { ...ZONAL_GATEWAY, selector: { app: 'istio-ingressgateway', istio: 'ingressgateway--zone--z1-v2' } };
+
+/** The distinct selectors of the stored objects in a namespace. */
+function selectorsIn(store: Store, namespace: string): string[] {
+  return [...new Set([...store.values()].filter((f) => f.metadata.namespace === namespace).map((f) => JSON.stringify(f.spec.workloadSelector)))];
+}
+
 describe('the matcher form in the write plan', () => {
   it('grows and shrinks with every active shoot protected after every write; the extraction objects come first and go last', () => {
     const store: Store = new Map();
@@ -187,6 +195,11 @@ describe('the matcher form in the write plan', () => {
           expect(more.protectedHeaders.filter((h) => JSON.stringify(f.spec).includes(targetHeader(h))).every((h) => read.includes(h))).toBe(true);
         }
         expect(coveredIn(store, from, big)).toBe(true);
+        // The zonal Deployment is recreated with another label value: the kept shards and their extraction follow it together.
+        replayPlan(store, planCombinedWrites({ operator: more, gateways: [DEFAULT_GATEWAY, ZONAL_RELABELLED], shoots, stored: [...store.values()] }), () => []);
+        expect(selectorsIn(store, ZONAL_GATEWAY.namespace)).toEqual([JSON.stringify({ labels: ZONAL_RELABELLED.selector })]);
+        expect(planCombinedWrites({ operator: more, gateways: [DEFAULT_GATEWAY, ZONAL_RELABELLED], shoots, stored: [...store.values()] }).settle).toEqual([]);
+        expect(coveredIn(store, from, big, [DEFAULT_GATEWAY, ZONAL_RELABELLED])).toBe(true);
       }
       switches++;
     }
@@ -461,13 +474,14 @@ describe('the ECDS form in the write plan', () => {
     }
 
     // The zonal gateway's Deployment is recreated with other labels: the kept objects follow its selector, as the new form's do.
-    const relabelled: GatewayWorkload = { ...ZONAL_GATEWAY, selector: { ...ZONAL_GATEWAY.selector, 'gateway-revision': '2' } };
+    const relabelled = ZONAL_RELABELLED;
     const moved = [DEFAULT_GATEWAY, relabelled];
     const relabel = planCombinedWrites({ operator: RULES, gateways: moved, shoots: active, stored: [...store.values()] });
     expect(replayPlan(store, relabel, () => danglingReferences(store)).gaps).toEqual([]);
     expect(planCombinedWrites({ operator: RULES, gateways: moved, shoots: active, stored: [...store.values()] }).settle).toEqual([]);
     expect(kept(ZONAL_GATEWAY.namespace).map((k) => store.get(k)!.spec.workloadSelector)).toEqual(kept(ZONAL_GATEWAY.namespace).map(() => ({ labels: relabelled.selector })));
-    expect(coveredIn(store, wide, big, [DEFAULT_GATEWAY])).toBe(true);
+    expect(selectorsIn(store, ZONAL_GATEWAY.namespace)).toEqual([JSON.stringify({ labels: relabelled.selector })]);
+    expect(coveredIn(store, wide, big, moved)).toBe(true);
   });
 
   /**
@@ -542,8 +556,13 @@ describe('the ECDS form in the write plan', () => {
     const deleted = [keyOf(heldBucket), `${DEFAULT_GATEWAY.namespace}/acl-connect-8443-ecds`];
     const beforeDeletes = new Map(store);
     for (const k of deleted) store.delete(k);
-    expect(syncUntilConverged(store, GATEWAYS, rules, ecds, big, others)).toBe(held);
+    expect(syncUntilConverged(store, GATEWAYS, rules, ecds, big, others)).toMatch(/is kept as stored/);
     for (const k of deleted) expect(store.get(k)).toEqual(beforeDeletes.get(k));
+    // A relabelled gateway: everything kept there follows its selector, the objects kept as stored included.
+    const relabelled = [DEFAULT_GATEWAY, ZONAL_RELABELLED];
+    expect(syncUntilConverged(store, relabelled, rules, ecds, big, others)).toMatch(/is kept as stored/);
+    expect(selectorsIn(store, ZONAL_GATEWAY.namespace)).toEqual([JSON.stringify({ labels: ZONAL_RELABELLED.selector })]);
+    expect(syncUntilConverged(store, GATEWAYS, rules, ecds, big, others)).toMatch(/is kept as stored/);
     const needed = /^istio-ingress(--z1)?\/acl-connect-ecds-b\d{3} is kept as stored, other shoots' earlier policies included, while listener parts name an earlier version's resources: this version's resource next to them takes (\d+) bytes, more than maxObjectBytes 32768; raise maxObjectBytes to at least \2, or switch back to combinedForm ecds to finish the upgrade first(; |$)/.exec(held ?? '');
     expect(needed, held).not.toBeNull();
     expect(earlierNamesStored(store)).toBe(true);
