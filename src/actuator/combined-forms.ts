@@ -30,6 +30,7 @@ import {
 } from '../rbac/connect-matcher-ecds.js';
 import { indexedShards, type StoredPlace } from '../rbac/sharding.js';
 import {
+  checkedHeaders,
   extractedHeaders,
   extractionObject,
   extractionObjectName,
@@ -348,11 +349,18 @@ export function keptOnly(
   const inNamespace = stored.filter(sameNamespace(filter.metadata.namespace));
   const listenerPort = parseEcdsListenerObjectName(filter.metadata.name);
   if (listenerPort !== undefined) return keptListenerPart(filter, gateway, listenerPort, inNamespace);
+  const extractionPort = parseExtractionObjectName(filter.metadata.name);
+  if (extractionPort !== undefined) return extractionObject(gateway, extractionPort, keptExtractionHeaders(inNamespace, extractionPort, operator));
   const entries = new Map([...storedEntriesAnyForm(filter)].filter(([id]) => unplaced.has(id)));
   const rules = parseConnectFilterName(filter.metadata.name);
   if (rules) return rulesForm(operator).shard(gateway, rules.port, rules.shard, entries);
   const matcher = parseMatcherFilterName(filter.metadata.name);
-  if (matcher) return matcherConnectFilter(gateway, matcher.port, matcher.shard, keptMatcherHeaders(inNamespace, matcher.port, operator), entries as ReadonlyMap<string, MatcherEntry>);
+  if (matcher) {
+    // The headers it checks now: its extraction reads them (keptExtractionHeaders), and dropping one would leave the shoot unchecked there.
+    const checked = checkedHeaders(filter.spec);
+    const headers = checked.length > 0 ? checked : keptExtractionHeaders(inNamespace, matcher.port, operator);
+    return matcherConnectFilter(gateway, matcher.port, matcher.shard, headers, entries as ReadonlyMap<string, MatcherEntry>);
+  }
   const bucket = parseEcdsBucketObjectName(filter.metadata.name);
   if (bucket === undefined) return undefined;
   const parts = inNamespace.filter((f) => parseEcdsListenerObjectName(f.metadata.name) !== undefined);
@@ -376,11 +384,16 @@ export function keptOnly(
   );
 }
 
-/** The headers a kept matcher shard checks: what its port's stored extraction reads (a header it does not read would be refused), else the operator's. */
-function keptMatcherHeaders(inNamespace: readonly EnvoyFilterObject[], port: number, operator: OperatorConfig): readonly string[] {
+/**
+ * What a kept extraction reads: what it reads now and every header a stored matcher shard of its
+ * port checks (one it did not read would be refused), in that order; the operator's headers when
+ * there is neither.
+ */
+function keptExtractionHeaders(inNamespace: readonly EnvoyFilterObject[], port: number, operator: OperatorConfig): readonly string[] {
   const extraction = inNamespace.find((f) => f.metadata.name === extractionObjectName(port));
-  const read = extraction ? extractedHeaders(extraction.spec) : [];
-  return read.length > 0 ? read : operator.protectedHeaders;
+  const checked = inNamespace.filter((f) => parseMatcherFilterName(f.metadata.name)?.port === port).flatMap((f) => checkedHeaders(f.spec));
+  const headers = [...new Set([...(extraction ? extractedHeaders(extraction.spec) : []), ...checked])];
+  return headers.length > 0 ? headers : operator.protectedHeaders;
 }
 
 /**
@@ -422,15 +435,18 @@ export function keptSupportRestored(
   stored: readonly EnvoyFilterObject[],
   gateways: readonly GatewayWorkload[],
   operator: OperatorConfig,
-): { readonly writes: CombinedWrite[]; readonly keep: EnvoyFilterObject[]; readonly namespaces: ReadonlySet<string> } {
+): { readonly writes: CombinedWrite[]; readonly keep: EnvoyFilterObject[]; readonly namespaces: ReadonlySet<string>; readonly unrestorable: readonly string[] } {
   const writes: CombinedWrite[] = [];
+  const unrestorable: string[] = [];
   const storedNames = new Set(stored.map((f) => `${f.metadata.namespace}/${f.metadata.name}`));
   const known = new Map(gateways.map((g) => [g.namespace, g]));
   for (const shard of kept) {
     const gateway = known.get(shard.metadata.namespace);
     const matcher = parseMatcherFilterName(shard.metadata.name);
-    if (!gateway || !matcher || storedNames.has(`${shard.metadata.namespace}/${extractionObjectName(matcher.port)}`)) continue;
-    writes.push(extractionObject(gateway, matcher.port, operator.protectedHeaders));
+    const name = matcher && `${shard.metadata.namespace}/${extractionObjectName(matcher.port)}`;
+    if (!gateway || !matcher || !name || storedNames.has(name)) continue;
+    storedNames.add(name);
+    writes.push(extractionObject(gateway, matcher.port, keptExtractionHeaders(stored.filter(sameNamespace(shard.metadata.namespace)), matcher.port, operator)));
   }
   const isEcds = (f: EnvoyFilterObject) => parseEcdsBucketObjectName(f.metadata.name) !== undefined || parseEcdsListenerObjectName(f.metadata.name) !== undefined;
   const keep = kept.some((f) => parseEcdsBucketObjectName(f.metadata.name) !== undefined)
@@ -468,7 +484,12 @@ export function keptSupportRestored(
       const source = elsewhere(gateway, name);
       if (source && discoveredResourceNames(source.spec).every((resource) => defined.get(gateway.namespace)?.has(resource))) writes.push(copiedFor(source, gateway));
       else if (thisVersion && count > 0) writes.push(ecdsListenerObject(gateway, port, headers, count));
+      else
+        unrestorable.push(
+          `${gateway.namespace}/${name} is missing and cannot be written again while buckets there hold an earlier version's resources: the shoots kept in them are unprotected on port ${port} of that gateway; ` +
+            'raise maxObjectBytes as logged, or switch back to combinedForm ecds',
+        );
     }
   }
-  return { writes, keep, namespaces: new Set(writes.map((w) => w.metadata.namespace)) };
+  return { writes, keep, namespaces: new Set(writes.map((w) => w.metadata.namespace)), unrestorable };
 }

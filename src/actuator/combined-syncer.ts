@@ -231,8 +231,9 @@ export function planCombinedWrites(input: {
   const deletions = stored
     .filter((f) => gatewayByNamespace.has(f.metadata.namespace) && !finals.has(key(f)) && !supporting.has(key(f)) && !keptOther.has(key(f)))
     .sort((a, b) => deletionRank(a.metadata.name) - deletionRank(b.metadata.name));
-  const held = [...(placement.held !== undefined ? [placement.held] : []), ...keptAsStored].join('; ');
-  return { grow: [...grow, ...restored.writes], settle, deletions, unplaced, ...(held !== '' ? { held } : {}) };
+  const held = [...(placement.held !== undefined ? [placement.held] : []), ...keptAsStored, ...restored.unrestorable].join('; ');
+  // Restores first: a kept matcher shard without its extraction refuses every request carrying a protected header.
+  return { grow: [...restored.writes, ...grow], settle, deletions, unplaced, ...(held !== '' ? { held } : {}) };
 }
 
 /** A field the stored spec has and the wanted one lacks: server-side apply keeps such fields of other managers. */

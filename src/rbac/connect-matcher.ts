@@ -395,6 +395,39 @@ export function extractedHeaders(spec: unknown): string[] {
   });
 }
 
+/**
+ * The protected headers a stored matcher shard checks, in the order it was built with (its
+ * per-header RBAC filters are named `-h<index>`): the header each filter's guard reads.
+ */
+export function checkedHeaders(spec: unknown): string[] {
+  const patches: unknown[] = isRecord(spec) && Array.isArray(spec['configPatches']) ? spec['configPatches'] : [];
+  const byIndex = patches.flatMap((patch): [number, string][] => {
+    const value = isRecord(patch) && isRecord(patch['patch']) ? patch['patch']['value'] : undefined;
+    const index = isRecord(value) && typeof value['name'] === 'string' ? /-h(\d+)$/.exec(value['name'])?.[1] : undefined;
+    const header = index === undefined ? undefined : guardHeaderIn(value);
+    return index === undefined || header === undefined ? [] : [[Number(index), header]];
+  });
+  return byIndex.sort((a, b) => a[0] - b[0]).map(([, header]) => header);
+}
+
+/** The first protected header an HTTP header input reads somewhere in `node` (reserved headers are ours, not protected ones). */
+function guardHeaderIn(node: unknown): string | undefined {
+  if (Array.isArray(node)) {
+    for (const item of node) {
+      const found = guardHeaderIn(item);
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+  if (!isRecord(node)) return undefined;
+  if (node['@type'] === HEADER_INPUT_TYPE && typeof node['header_name'] === 'string' && !node['header_name'].startsWith(RESERVED_HEADER_PREFIX)) return node['header_name'];
+  for (const value of Object.values(node)) {
+    const found = guardHeaderIn(value);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
 /** Name of the per-port object that extracts the IDs for every shard of the matcher form. */
 export function extractionObjectName(port: number): string {
   return `${CONNECT_FILTER_PREFIX}${port}-extract`;

@@ -15,7 +15,7 @@ import { combinedForm, storedEntriesAnyForm } from '../../src/actuator/combined-
 import { planCombinedWrites } from '../../src/actuator/combined-syncer.js';
 import { keyOf, replayPlan, type Store } from '../support/write-plan-replay.js';
 import type { EnvoyFilterObject } from '../../src/gardener/objects.js';
-import { extractedHeaders, extractionObjectName, parseMatcherFilterName, targetHeader } from '../../src/rbac/connect-matcher.js';
+import { extractedHeaders, extractionObject, extractionObjectName, parseMatcherFilterName, targetHeader } from '../../src/rbac/connect-matcher.js';
 import { buildEcdsConnectObjects } from '../../src/rbac/connect-matcher-ecds.js';
 import { shardBudget } from '../../src/rbac/combined-connect-filters.js';
 import { DEFAULT_GATEWAY, ZONAL_GATEWAY, cidr, rule } from '../support/test-seed.js';
@@ -194,6 +194,12 @@ describe('the matcher form in the write plan', () => {
           const read = extractedHeaders(store.get(`${f.metadata.namespace}/${extractionObjectName(parseMatcherFilterName(f.metadata.name)!.port)}`)?.spec);
           expect(more.protectedHeaders.filter((h) => JSON.stringify(f.spec).includes(targetHeader(h))).every((h) => read.includes(h))).toBe(true);
         }
+        expect(coveredIn(store, from, big)).toBe(true);
+        // Another writer narrows a kept extraction: the kept shard goes on checking what it checked, and the extraction is repaired to read it.
+        const narrowed = extractionObject(DEFAULT_GATEWAY, 8443, ['reversed-vpn']);
+        store.set(keyOf(narrowed), { ...store.get(keyOf(narrowed))!, spec: narrowed.spec });
+        replayPlan(store, planCombinedWrites({ operator: more, gateways: GATEWAYS, shoots, stored: [...store.values()] }), () => []);
+        expect(extractedHeaders(store.get(keyOf(narrowed))!.spec)).toEqual(['reversed-vpn', 'x-gardener-destination']);
         expect(coveredIn(store, from, big)).toBe(true);
         // The zonal Deployment is recreated with another label value: the kept shards and their extraction follow it together.
         replayPlan(store, planCombinedWrites({ operator: more, gateways: [DEFAULT_GATEWAY, ZONAL_RELABELLED], shoots, stored: [...store.values()] }), () => []);
@@ -530,6 +536,23 @@ describe('the ECDS form in the write plan', () => {
     expect(coveredIn(store, wide, big)).toBe(true);
     for (const s of others) expect(coveredIn(store, rules, s)).toBe(true);
     for (const s of others) expect(onlyInRulesShards(store, s)).toBe(true);
+  });
+
+  it('a kept listener part deleted on a gateway whose buckets hold an earlier version\'s resources, while the other gateway is at this version: nothing names what is not stored, and the plan says what stays missing', () => {
+    const wide: OperatorConfig = { ...ECDS, maxObjectBytes: 64 * 1024, ecdsBuckets: 4 };
+    const { big, others, store } = storedWithOnlyEcdsShoot(wide, RULES);
+    expect(syncUntilConverged(store, GATEWAYS, RULES, wide, big, others)).toBeUndefined();
+    const zonal: Store = new Map([...store].filter(([k, f]) => k.startsWith(`${ZONAL_GATEWAY.namespace}/`) && (isBucket(f.metadata.name) || isListenerPart(f.metadata.name))));
+    toEarlierVersion(zonal, wide);
+    for (const [k, f] of zonal) store.set(k, f);
+    const part = `${ZONAL_GATEWAY.namespace}/acl-connect-8443-ecds`;
+    store.delete(part);
+    const plan = planCombinedWrites({ operator: RULES, gateways: GATEWAYS, shoots: [big, ...others], stored: [...store.values()] });
+    expect(plan.grow.map(keyOf)).not.toContain(part);
+    expect(replayPlan(store, plan, () => danglingReferences(store)).gaps).toEqual([]);
+    expect(plan.held).toContain(
+      `${part} is missing and cannot be written again while buckets there hold an earlier version's resources: the shoots kept in them are unprotected on port 8443 of that gateway; raise maxObjectBytes as logged, or switch back to combinedForm ecds`,
+    );
   });
 
   it('what the earlier version really stored (fixtures/ecds-per-header-store.json) and a switch to rules while a shoot fits only ecds: its bucket is kept as stored and the plan names the maxObjectBytes that fixes it; raised to that, everything converges; nothing dangles after any write', () => {
