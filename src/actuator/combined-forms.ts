@@ -355,12 +355,10 @@ export function keptOnly(
   const rules = parseConnectFilterName(filter.metadata.name);
   if (rules) return rulesForm(operator).shard(gateway, rules.port, rules.shard, entries);
   const matcher = parseMatcherFilterName(filter.metadata.name);
-  if (matcher) {
-    // The headers it checks now: its extraction reads them (keptExtractionHeaders), and dropping one would leave the shoot unchecked there.
-    const checked = checkedHeaders(filter.spec);
-    const headers = checked.length > 0 ? checked : keptExtractionHeaders(inNamespace, matcher.port, operator);
-    return matcherConnectFilter(gateway, matcher.port, matcher.shard, headers, entries as ReadonlyMap<string, MatcherEntry>);
-  }
+  // Exactly the headers its extraction is kept reading: every one a shard of the port checks or the
+  // extraction reads (one another writer removed from this shard comes back; one added to the
+  // operator's list since is not refused here).
+  if (matcher) return matcherConnectFilter(gateway, matcher.port, matcher.shard, keptExtractionHeaders(inNamespace, matcher.port, operator), entries as ReadonlyMap<string, MatcherEntry>);
   const bucket = parseEcdsBucketObjectName(filter.metadata.name);
   if (bucket === undefined) return undefined;
   const parts = inNamespace.filter((f) => parseEcdsListenerObjectName(f.metadata.name) !== undefined);
@@ -486,8 +484,8 @@ export function keptSupportRestored(
       else if (thisVersion && count > 0) writes.push(ecdsListenerObject(gateway, port, headers, count));
       else
         unrestorable.push(
-          `${gateway.namespace}/${name} is missing and cannot be written again while buckets there hold an earlier version's resources: the shoots kept in them are unprotected on port ${port} of that gateway; ` +
-            'raise maxObjectBytes as logged, or switch back to combinedForm ecds',
+          `${gateway.namespace}/${name} is missing and cannot be written again yet: the buckets there do not define every resource it would name (an earlier version's, or edited by another writer); ` +
+            `the shoots kept in them are unprotected on port ${port} of that gateway until a later sync has rewritten the buckets, or the fix logged for a bucket kept as stored is applied`,
         );
     }
   }

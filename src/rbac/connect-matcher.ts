@@ -420,7 +420,7 @@ function guardHeaderIn(node: unknown): string | undefined {
     return undefined;
   }
   if (!isRecord(node)) return undefined;
-  if (node['@type'] === HEADER_INPUT_TYPE && typeof node['header_name'] === 'string' && !node['header_name'].startsWith(RESERVED_HEADER_PREFIX)) return node['header_name'];
+  if (node['@type'] === HEADER_INPUT_TYPE && typeof node['header_name'] === 'string' && !node['header_name'].toLowerCase().startsWith(RESERVED_HEADER_PREFIX)) return node['header_name'];
   for (const value of Object.values(node)) {
     const found = guardHeaderIn(value);
     if (found !== undefined) return found;
