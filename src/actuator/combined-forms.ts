@@ -200,6 +200,23 @@ function storedBuckets(stored: readonly EnvoyFilterObject[]): number {
   );
 }
 
+/** The headers stored ECDS listener parts check (sorted), or `fallback` when none is stored. */
+function headersOfParts(parts: readonly EnvoyFilterObject[], fallback: readonly string[]): readonly string[] {
+  const named = parts.flatMap((f) => extractedHeaders(f.spec));
+  return named.length > 0 ? [...new Set(named)].sort() : fallback;
+}
+
+/**
+ * `bucketObject` with the resources of an earlier version that `storedBucket` holds and stored
+ * listener `parts` still name, verbatim (so no listener names a resource that is not stored), and
+ * how many such resources there are.
+ */
+function withCarriedResources(bucketObject: CombinedWrite, bucket: number, storedBucket: EnvoyFilterObject | undefined, parts: readonly EnvoyFilterObject[]): { readonly object: CombinedWrite; readonly carried: number } {
+  const named = new Set(parts.flatMap((f) => discoveredResourceNames(f.spec)));
+  const carried = storedBucket ? otherStoredResources(storedBucket.spec, ecdsResourceName(bucket)).filter((p) => named.has(p.patch.value.name)) : [];
+  return { object: { ...bucketObject, spec: { ...bucketObject.spec, configPatches: [...bucketObject.spec.configPatches, ...carried] } }, carried: carried.length };
+}
+
 function ecdsForm(operator: OperatorConfig): CombinedForm {
   const headers = operator.protectedHeaders;
   const leafForm = matcherForm(operator);
@@ -259,14 +276,12 @@ function ecdsForm(operator: OperatorConfig): CombinedForm {
     transitionalShard: (stored, gateway, bucket, entries) => {
       const parts = stored.filter(sameNamespace(gateway.namespace)).filter((f) => parseEcdsListenerObjectName(f.metadata.name) !== undefined);
       const union = [...new Set([...headers, ...parts.flatMap((f) => extractedHeaders(f.spec))])].sort();
-      const named = new Set(parts.flatMap((f) => discoveredResourceNames(f.spec)));
       const storedBucket = stored.find((f) => f.metadata.namespace === gateway.namespace && f.metadata.name === ecdsBucketObjectName(bucket));
-      const carried = storedBucket ? otherStoredResources(storedBucket.spec, ecdsResourceName(bucket)).filter((p) => named.has(p.patch.value.name)) : [];
-      if (union.length === headers.length && carried.length === 0) return undefined;
       const widened = ecdsBucketObject(gateway, bucket, union, entries as ReadonlyMap<string, MatcherEntry>);
-      const withCarried = { ...widened, spec: { ...widened.spec, configPatches: [...widened.spec.configPatches, ...carried] } };
+      const withCarried = withCarriedResources(widened, bucket, storedBucket, parts);
+      if (union.length === headers.length && withCarried.carried === 0) return undefined;
       // Too large to store: the earlier resources go at once (a gateway pod starting before the listener parts are rewritten waits for them; running ones keep what they hold).
-      if (JSON.stringify(withCarried).length <= operator.maxObjectBytes) return withCarried;
+      if (JSON.stringify(withCarried.object).length <= operator.maxObjectBytes) return withCarried.object;
       return union.length === headers.length ? undefined : widened;
     },
     storedShards: (filter) => {
@@ -363,17 +378,12 @@ export function keptOnly(
   if (bucket === undefined) return undefined;
   const parts = inNamespace.filter((f) => parseEcdsListenerObjectName(f.metadata.name) !== undefined);
   // The headers the stored listener parts check, whatever the headers are now.
-  const named = parts.flatMap((f) => extractedHeaders(f.spec));
-  const headers = named.length > 0 ? [...new Set(named)].sort() : operator.protectedHeaders;
-  const rewritten = ecdsBucketObject(gateway, bucket, headers, entries as ReadonlyMap<string, MatcherEntry>);
-  // Resources of an earlier version the stored listener parts still name stay verbatim until the
-  // parts name this version's (keptListenerPart), so no listener ever names a missing resource.
-  const namedResources = new Set(parts.flatMap((f) => discoveredResourceNames(f.spec)));
-  const carried = otherStoredResources(filter.spec, ecdsResourceName(bucket)).filter((p) => namedResources.has(p.patch.value.name));
-  if (carried.length === 0) return rewritten;
-  const withCarried = { ...rewritten, spec: { ...rewritten.spec, configPatches: [...rewritten.spec.configPatches, ...carried] } };
-  const needed = JSON.stringify(withCarried).length;
-  if (needed <= operator.maxObjectBytes) return withCarried;
+  const rewritten = ecdsBucketObject(gateway, bucket, headersOfParts(parts, operator.protectedHeaders), entries as ReadonlyMap<string, MatcherEntry>);
+  // Earlier resources stay until the parts name this version's (keptListenerPart).
+  const withCarried = withCarriedResources(rewritten, bucket, filter, parts);
+  if (withCarried.carried === 0) return rewritten;
+  const needed = JSON.stringify(withCarried.object).length;
+  if (needed <= operator.maxObjectBytes) return withCarried.object;
   // The stale policies it holds go on deciding next to the current form's: nothing is admitted that either refuses.
   const fixes = [...(needed <= MAX_OBJECT_BYTES ? [`raise maxObjectBytes to at least ${needed}`] : []), 'switch back to combinedForm ecds to finish the upgrade first'];
   return (
@@ -454,8 +464,7 @@ export function keptSupportRestored(
   const buckets = keep.filter((f) => parseEcdsBucketObjectName(f.metadata.name) !== undefined);
   const partCounts = parts.flatMap((f) => storedBucketCount(f.spec) ?? []);
   const count = partCounts.length > 0 ? Math.max(...partCounts) : Math.max(0, ...buckets.map((f) => (parseEcdsBucketObjectName(f.metadata.name) ?? 0) + 1));
-  const named = parts.flatMap((f) => extractedHeaders(f.spec));
-  const headers = named.length > 0 ? [...new Set(named)].sort() : operator.protectedHeaders;
+  const headers = headersOfParts(parts, operator.protectedHeaders);
   const inOrder = keep.length > 0 ? [...gateways].sort((a, b) => a.namespace.localeCompare(b.namespace)) : [];
   const storedHere = (gateway: GatewayWorkload, name: string) => keep.find((f) => f.metadata.namespace === gateway.namespace && f.metadata.name === name);
   const elsewhere = (gateway: GatewayWorkload, name: string) => keep.find((f) => f.metadata.namespace !== gateway.namespace && f.metadata.name === name);
