@@ -38,6 +38,8 @@ export interface ShootAcl {
    */
   readonly legacyProxyAllowed: readonly Cidr[];
   readonly sniChains: readonly SniChain[];
+  /** With tunnelRevocation hop: raised on every tightening, which closes the shoot's tunnels (default 1). */
+  readonly tunnelGeneration?: number;
 }
 
 /** The part of a shoot's ACL that decides HTTP-CONNECT requests (no SNI chains needed). */

@@ -41,6 +41,9 @@ export function isMatcherForm(form: CombinedFormName | undefined): boolean {
   return form === 'matcher' || form === 'ecds';
 }
 
+/** What a tightened ACL does to established tunnels (see README "Revocation"). */
+export const TUNNEL_REVOCATIONS = ['none', 'hop'] as const;
+
 export const DEFAULT_ECDS_BUCKETS = 32;
 export const MAX_ECDS_BUCKETS = 256;
 
@@ -148,6 +151,13 @@ export const operatorConfigSchema = z
       .min(1, { error: `must be at least 1: every listener names every bucket, and jump hashing into 0 buckets places no shoot` })
       .max(MAX_ECDS_BUCKETS, { error: `must be at most ${MAX_ECDS_BUCKETS}: every bucket adds one HTTP filter per protected header to every CONNECT request; raise maxObjectBytes instead` })
       .default(DEFAULT_ECDS_BUCKETS),
+    /**
+     * What a tightened ACL does to the shoot's established VPN tunnels: `none` (they end on their
+     * own) or `hop` (a per-shoot internal listener in front of Gardener's VPN clusters; a tightening
+     * closes the shoot's tunnels at the end of the gateway's drain time, no other shoot's). See
+     * README "Revocation".
+     */
+    tunnelRevocation: z.enum(TUNNEL_REVOCATIONS, { error: 'must be none or hop' }).default('none'),
   })
   .transform((c) => ({
     ...c,

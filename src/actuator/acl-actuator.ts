@@ -19,6 +19,7 @@ import { appliedFromState, stateFor, stateSchema, type AppliedAcl } from './appl
 import type { ClusterClient, ObjectRef } from './cluster-client.js';
 import { MANAGED_RESOURCE_NAME, checkStoredManagedResource, managedResourceObjects } from './managed-resource.js';
 import { retireReferenceManagedResource } from './reference-extension.js';
+import { nextTunnelState, recordedTunnelState, tunnelStateFromRecord, type TunnelState } from './tunnel-generation.js';
 
 export interface AclActuatorDeps {
   readonly client: ClusterClient;
@@ -70,27 +71,40 @@ export class AclActuator implements Actuator {
       throw new ReportedProblem(description, result.configurationProblem);
     }
     const acl = result.acl;
-    let state = stateFor(acl);
+    const recorded = stateSchema.safeParse(ext.status?.['state'] ?? {});
+    let state: ReturnType<typeof stateFor> & { tunnels?: unknown; hopNamespaces?: string[] } = stateFor(acl);
+    const applied = appliedFromState(ext.metadata.namespace, state);
+    const protection = applied ? this.deps.combinedProtection(applied) : { uncovered: [], problem: undefined };
+    // Registered before the writes below, so a change of the combined filters meanwhile wakes this shoot.
+    if (protection.uncovered.length > 0) this.deps.awaitCombined(ext);
+    const tunnels = this.deps.operator.tunnelRevocation === 'hop' && applied ? this.nextTunnels(ext, applied, protection.uncovered.length === 0) : undefined;
     const warnings = result.problems.filter((p) => p.severity === 'warning').map(formatProblem);
     // Told once per new ACL (when it is recorded), not on every resync.
-    if (warnings.length > 0 && !jsonEqual(stateSchema.safeParse(ext.status?.['state'] ?? {}).data?.applied ?? null, stateSchema.parse(state).applied ?? null)) {
+    if (warnings.length > 0 && !jsonEqual(recorded.data?.applied ?? null, stateSchema.parse(state).applied ?? null)) {
       log.warn({ warnings }, 'ACL applied with warnings');
       await this.deps.warn(ext, 'ACLWarning', boundedLines(warnings, MAX_LISTED_ERRORS).join('\n'));
     }
     if (result.noGateways) {
       // Hibernated or not yet deployed: the SNI chains are unknown, so the ManagedResource keeps
       // what it has; the gateway namespaces it was written to stay recorded.
-      const previous = stateSchema.safeParse(ext.status?.['state'] ?? {});
-      state = { ...state, gatewayNamespaces: previous.success ? previous.data.gatewayNamespaces : [] };
+      // So do the hops: a generation raised here would be written only at wake-up, closing the
+      // tunnels opened then.
+      state = {
+        ...state,
+        gatewayNamespaces: recorded.success ? recorded.data.gatewayNamespaces : [],
+        ...(tunnels && recorded.success ? { tunnels: recorded.data.tunnels, hopNamespaces: recorded.data.hopNamespaces } : {}),
+      };
       log.info('no Gateway in the shoot namespace; keeping the existing per-shoot filters');
     } else {
-      const filters = buildShootEnvoyFilters(acl, { operator: this.deps.operator, gateways: ctx.gateways, observabilityWildcards: ctx.observabilityWildcards, shoots: [] });
+      const shoot = tunnels === undefined ? acl : { ...acl, tunnelGeneration: tunnels.generation };
+      const filters = buildShootEnvoyFilters(shoot, { operator: this.deps.operator, gateways: ctx.gateways, observabilityWildcards: ctx.observabilityWildcards, shoots: [] });
       await this.writeManagedResource(ext.metadata.namespace, filters);
+      // The hops go to every gateway: delete and migrate find them where they were written.
+      if (tunnels) state = { ...state, tunnels: recordedTunnelState(tunnels), hopNamespaces: ctx.gateways.map((g) => g.namespace).sort() };
     }
 
-    const applied = appliedFromState(ext.metadata.namespace, state);
     if (applied) {
-      const { uncovered, problem } = this.deps.combinedProtection(applied);
+      const { uncovered, problem } = protection;
       if (uncovered.length > 0) {
         this.deps.awaitCombined(ext);
         this.deps.combinedChanged();
@@ -113,6 +127,19 @@ export class AclActuator implements Actuator {
       log.info('deleted the reference extension’s ManagedResource acl-seed; this controller protects the shoot');
     }
     return { kind: 'done', state };
+  }
+
+  /** The shoot's tunnel generation after this reconcile (tunnelRevocation hop); a raise is logged. */
+  private nextTunnels(ext: Extension, applied: AppliedAcl, stored: boolean): TunnelState {
+    const previous = tunnelStateFromRecord(stateSchema.safeParse(ext.status?.['state'] ?? {}).data?.tunnels);
+    const tunnels = nextTunnelState({ previous, recordedBefore: appliedFromState(ext.metadata.namespace, ext.status?.['state']), now: applied, stored });
+    if (previous !== undefined && tunnels.generation !== previous.generation) {
+      this.log(ext).info(
+        { generation: tunnels.generation },
+        'the rule admits fewer clients than before and the CONNECT filters hold it: the shoot’s VPN tunnels close at the end of the gateways’ drain time',
+      );
+    }
+    return tunnels;
   }
 
   /** status.state came along from the previous seed; the combined filters are rebuilt from it first. */
@@ -213,8 +240,9 @@ export class AclActuator implements Actuator {
     await retireReferenceManagedResource(client, namespace);
     const recorded = stateSchema.safeParse(ext.status?.['state'] ?? {});
     const gatewayNamespaces = recorded.success ? recorded.data.gatewayNamespaces : [];
+    const filterNamespaces = [...new Set([...gatewayNamespaces, ...(recorded.success ? recorded.data.hopNamespaces : [])])];
     // A ManagedResource someone else deleted kept its filters (keepObjects): they go now.
-    for (const gatewayNamespace of gatewayNamespaces) {
+    for (const gatewayNamespace of filterNamespaces) {
       await client.delete({ apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name: shootFilterName(namespace), namespace: gatewayNamespace });
     }
     // Taking the RBAC filter out is not a protection: a lagging webhook that keeps it only delays that.

@@ -20,11 +20,28 @@ const appliedSchema = z.object({
   legacyProxyAllowed: z.array(cidrStringSchema).default([]),
 });
 
+/**
+ * With tunnelRevocation hop: the generation of the shoot's tunnel hops, and the widest ACL the
+ * CONNECT filters may have admitted a tunnel under since it was raised (see tunnel-generation.ts).
+ */
+export const tunnelsSchema = z.object({
+  generation: z.number().int().min(1),
+  admitted: appliedSchema.pick({ rule: true, alwaysAllowed: true }),
+});
+
 export const stateSchema = z.looseObject({
   /** Gateway namespaces the shoot's own EnvoyFilters were written to. */
   gatewayNamespaces: z.array(z.string()).default([]),
   applied: appliedSchema.optional(),
+  // Read on its own (tunnel-generation.ts): an unreadable entry must not make `applied` unreadable,
+  // which would take the shoot out of the combined filters.
+  tunnels: z.unknown().optional(),
+  /** With tunnelRevocation hop: gateway namespaces the shoot's hops were written to (every gateway of the seed). */
+  hopNamespaces: z.array(z.string()).default([]),
 });
+
+/** status.state.tunnels as written (CIDRs as strings). */
+export type RecordedTunnelState = z.input<typeof tunnelsSchema>;
 
 export type ExtensionState = z.output<typeof stateSchema>;
 

@@ -15,7 +15,7 @@
 // them. The controller sets it to false just before it deletes the ManagedResource itself.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { GeneratedEnvoyFilter } from '../rbac/envoy-filter-types.js';
+import type { ShootEnvoyFilter } from '../rbac/shoot-envoy-filters.js';
 import { MANAGED_BY, MANAGED_BY_LABEL } from '../rbac/envoy-filter-types.js';
 import { toYamlDocuments } from '../render/yaml-documents.js';
 
@@ -46,7 +46,7 @@ export function secretReferenceAnnotation(secretName: string): [string, string] 
   return [`reference.resources.gardener.cloud/secret-${sha256Hex8(secretName)}`, secretName];
 }
 
-export function managedResourceObjects(namespace: string, filters: readonly GeneratedEnvoyFilter[]): ManagedResourceObjects {
+export function managedResourceObjects(namespace: string, filters: readonly ShootEnvoyFilter[]): ManagedResourceObjects {
   const manifest = toYamlDocuments(filters);
   const secretName = `managedresource-${MANAGED_RESOURCE_NAME}-${sha256Hex8(manifest)}`;
   const labels = { [MANAGED_BY_LABEL]: MANAGED_BY };

@@ -3,10 +3,10 @@ import { buildCombinedConnectFilters, combinedConnectFilterStream } from './comb
 import { buildMatcherConnectFilters } from './connect-matcher.js';
 import { buildEcdsConnectObjects } from './connect-matcher-ecds.js';
 import type { ExtensionConfigPatch, GeneratedEnvoyFilter, MatcherFormPatch } from './envoy-filter-types.js';
-import { buildShootEnvoyFilters } from './shoot-envoy-filters.js';
+import { buildShootEnvoyFilters, type ShootEnvoyFilter } from './shoot-envoy-filters.js';
 
 /** A generated object of either combined form (or a per-shoot filter). */
-export type AnyGeneratedEnvoyFilter = GeneratedEnvoyFilter | GeneratedEnvoyFilter<MatcherFormPatch> | GeneratedEnvoyFilter<ExtensionConfigPatch>;
+export type AnyGeneratedEnvoyFilter = GeneratedEnvoyFilter | ShootEnvoyFilter | GeneratedEnvoyFilter<MatcherFormPatch> | GeneratedEnvoyFilter<ExtensionConfigPatch>;
 
 /** The matcher forms' combined objects, built whole (a fraction of the rules form's size); undefined for the rules form. */
 function matcherFormObjects(seed: SeedAcl, shoots: SeedAcl['shoots']): AnyGeneratedEnvoyFilter[] | undefined {
@@ -17,7 +17,7 @@ function matcherFormObjects(seed: SeedAcl, shoots: SeedAcl['shoots']): AnyGenera
 
 export interface SeedEnvoyFilters {
   /** Per technical ID, sorted: what travels in the shoot's ManagedResource. */
-  readonly perShoot: ReadonlyMap<string, readonly GeneratedEnvoyFilter[]>;
+  readonly perShoot: ReadonlyMap<string, readonly ShootEnvoyFilter[]>;
   /** The combined HTTP-CONNECT shards for every gateway namespace, sorted by namespace and name. */
   readonly combined: readonly AnyGeneratedEnvoyFilter[];
 }
@@ -25,7 +25,7 @@ export interface SeedEnvoyFilters {
 /** The whole seed's EnvoyFilters from its ACL model; pure and deterministic. */
 export function buildSeedEnvoyFilters(seed: SeedAcl): SeedEnvoyFilters {
   const shoots = [...seed.shoots].sort((a, b) => (a.technicalID < b.technicalID ? -1 : 1));
-  const perShoot = new Map<string, readonly GeneratedEnvoyFilter[]>();
+  const perShoot = new Map<string, readonly ShootEnvoyFilter[]>();
   for (const shoot of shoots) perShoot.set(shoot.technicalID, buildShootEnvoyFilters(shoot, seed));
   const combined = matcherFormObjects(seed, shoots) ?? buildCombinedConnectFilters({ ...seed, shoots });
   return { perShoot, combined };

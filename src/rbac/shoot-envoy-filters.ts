@@ -13,6 +13,7 @@ import {
 import { FILTER_NAMES, networkDenyFilter, shootStatPrefix } from './filter-values.js';
 import { observabilityHostsOf } from './permissions.js';
 import { notAdmittedPrincipal } from './principals.js';
+import { tunnelHopPatches, type HopPatch } from './tunnel-hop.js';
 
 export function shootFilterName(technicalID: string): string {
   return `acl-${technicalID}`;
@@ -26,24 +27,29 @@ function sniPatch(port: number, sni: string, filterName: string, statPrefix: str
   };
 }
 
+/** A patch of a per-shoot EnvoyFilter: an RBAC filter, or part of a tunnel hop. */
+export type ShootPatch = ConfigPatch | HopPatch;
+export type ShootEnvoyFilter = GeneratedEnvoyFilter<ShootPatch>;
+
 interface NamespacePatches {
   readonly gateway: GatewayWorkload;
-  readonly patches: ConfigPatch[];
+  readonly patches: ShootPatch[];
 }
 
 /**
  * The per-shoot EnvoyFilters (one per gateway namespace the shoot has chains on): a network
  * RBAC filter first in every SNI chain of the shoot, and in the seed's shared observability
- * chain a filter that only looks at the shoot's own host names.
+ * chain a filter that only looks at the shoot's own host names. With tunnelRevocation hop, also
+ * the shoot's tunnel hops, on every gateway of the seed.
  */
-export function buildShootEnvoyFilters(shoot: ShootAcl, seed: SeedAcl): GeneratedEnvoyFilter[] {
+export function buildShootEnvoyFilters(shoot: ShootAcl, seed: SeedAcl): ShootEnvoyFilter[] {
   const identity = parseTechnicalID(shoot.technicalID);
   if (!identity) throw new Error(`internal: invalid technical ID "${shoot.technicalID}" reached the generator`);
   const principal = notAdmittedPrincipal(shoot.rule, shoot.alwaysAllowed);
   const byNamespace = new Map<string, NamespacePatches>();
-  const add = (gateway: GatewayWorkload, patch: ConfigPatch): void => {
+  const add = (gateway: GatewayWorkload, ...patches: ShootPatch[]): void => {
     const entry = byNamespace.get(gateway.namespace) ?? { gateway, patches: [] };
-    entry.patches.push(patch);
+    entry.patches.push(...patches);
     byNamespace.set(gateway.namespace, entry);
   };
 
@@ -67,6 +73,12 @@ export function buildShootEnvoyFilters(shoot: ShootAcl, seed: SeedAcl): Generate
     add(wildcard.gateway, sniPatch(seed.operator.sniPort, `*.${wildcard.domain}`, FILTER_NAMES.observability, shootStatPrefix('observability', shoot.technicalID), {
       [shoot.technicalID]: { permissions: [observabilityHostsOf(identity.shortID, wildcard.domain)], principals: [principal] },
     }, shoot.rule.mode));
+  }
+
+  if (seed.operator.tunnelRevocation === 'hop') {
+    // Every gateway: before Gardener 1.143 every gateway has the shoot's VPN clusters.
+    const gateways = [...seed.gateways].sort((a, b) => a.namespace.localeCompare(b.namespace));
+    for (const gateway of gateways) add(gateway, ...tunnelHopPatches(shoot.technicalID, shoot.tunnelGeneration ?? 1));
   }
 
   return [...byNamespace.entries()]

@@ -11,9 +11,11 @@ import { extractionObjectName, lookupOf, parseExtractionObjectName, parseMatcher
 import { ecdsBucketObjectName, ecdsBucketOf, ecdsListenerObjectName, parseEcdsBucketObjectName } from '../../src/rbac/connect-matcher-ecds.js';
 import { parseConnectFilterName } from '../../src/rbac/combined-connect-filters.js';
 import { listAll } from '../../src/kube/list-watch.js';
-import { deleteObject, getObject, type ObjectRef } from '../../src/kube/objects-client.js';
+import { deleteObject, getObject, mergePatch, type ObjectRef } from '../../src/kube/objects-client.js';
+import { MANAGED_RESOURCE_NAME } from '../../src/actuator/managed-resource.js';
 import type { ControlPlane } from '../kube/control-plane.js';
 import { eventually, sleep, startWithCRDs } from '../kube/kube-test-helpers.js';
+import { refuseWrites } from '../support/refusing-policy.js';
 import { DEFAULT_GW, ZONAL_GW, allowRule, createSeed, denyRule, startTestController, technicalID, type ShootFixture } from './seed-fixture.js';
 
 const A: ShootFixture = { project: 'p', name: 'a', providerConfig: allowRule('203.0.113.0/24') };
@@ -131,4 +133,71 @@ describe('controller with the matcher form on a real kube-apiserver', () => {
     await eventually('bucket recreated', () => getObject(cp.kubeConfig, ref), 60_000);
     await eventually('ECDS delivery stored', ecdsStored, 60_000);
   }, 90_000);
+
+  /** The per-shoot EnvoyFilters the shoot's ManagedResource carries (its Secret's manifest). */
+  const manifestOf = async (s: ShootFixture): Promise<string> => {
+    const mr = await getObject(cp.kubeConfig, { apiVersion: 'resources.gardener.cloud/v1alpha1', kind: 'ManagedResource', name: MANAGED_RESOURCE_NAME, namespace: technicalID(s) });
+    const secret = ((mr?.['spec'] as { secretRefs?: { name: string }[] } | undefined)?.secretRefs?.[0] ?? { name: '' }).name;
+    const stored = await getObject(cp.kubeConfig, { apiVersion: 'v1', kind: 'Secret', name: secret, namespace: technicalID(s) });
+    return Buffer.from(String((stored?.['data'] as Record<string, string> | undefined)?.['envoyfilters.yaml'] ?? ''), 'base64').toString();
+  };
+  const generationsIn = (manifest: string): number[] => [...manifest.matchAll(/tunnelGeneration: (\d+)/g)].map((m) => Number(m[1]));
+  /** Three VPN services, each a hop listener, on both gateways: six, all of `generation` (a manifest read mid-switch has none). */
+  const hopsAt = async (s: ShootFixture, generation: number) => generationsIn(await manifestOf(s)).join() === Array(6).fill(generation).join();
+  const tunnelState = async (s: ShootFixture) =>
+    ((await getObject(cp.kubeConfig, extRef(s))) as { status?: { state?: { tunnels?: { generation: number }; gatewayNamespaces?: string[]; hopNamespaces?: string[] } } } | undefined)?.status?.state;
+  const setRule = (s: ShootFixture, providerConfig: unknown) =>
+    mergePatch(cp.kubeConfig, extRef(s), { metadata: { annotations: { 'gardener.cloud/operation': 'reconcile' } }, spec: { providerConfig } });
+  /** The stored bucket that holds A on the default gateway, as text. */
+  const bucketOfA = async () => JSON.stringify((await combined()).find((f) => f.metadata.namespace === DEFAULT_GW.namespace && f.metadata.name === ecdsBucketObjectName(ecdsBucketOf(technicalID(A), ECDS.ecdsBuckets))));
+
+  it('tunnelRevocation hop: the hops on every gateway; a tightening raises the generation only once the stored buckets hold it; a loosening does not', async () => {
+    await controller?.stop();
+    controller = await startTestController(cp.kubeConfig, { operator: { ...ECDS, tunnelRevocation: 'hop' } });
+    // Three VPN services, each a door cluster and a hop listener of generation 1, on both gateways.
+    await eventually('hops of generation 1', () => hopsAt(A, 1), 60_000);
+    await succeeded(A);
+    expect((await tunnelState(A))?.tunnels?.generation).toBe(1);
+    // Where delete and migrate find the hops; the SNI namespaces (legacy filters are nudged there) stay as they were.
+    expect((await tunnelState(A))?.hopNamespaces).toEqual([DEFAULT_GW.namespace, ZONAL_GW.namespace].sort());
+    expect((await tunnelState(A))?.gatewayNamespaces).toEqual([DEFAULT_GW.namespace]);
+
+    // While the API server refuses the CONNECT filters' writes, the tightened ACL is recorded but the
+    // hops stay at generation 1: closed tunnels would reconnect under the old filters.
+    const removePolicy = await refuseWrites(
+      cp.kubeConfig,
+      'refuse-combined',
+      { apiGroup: 'networking.istio.io', resource: 'envoyfilters', expression: "!object.metadata.name.startsWith('acl-connect')", message: 'combined filters are frozen by the test' },
+      async () => mergePatch(cp.kubeConfig, { apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name: ecdsListenerObjectName(8443), namespace: DEFAULT_GW.namespace }, { metadata: { labels: { probe: 'x' } } }),
+    );
+    try {
+      await setRule(A, allowRule('203.0.113.0/25'));
+      await eventually('tightened ACL recorded, not yet stored', async () => {
+        const e = (await getObject(cp.kubeConfig, extRef(A))) as { status?: { lastError?: { description?: string }; state?: { applied?: { rule: { cidrs: string[] } } } } } | undefined;
+        return e?.status?.state?.applied?.rule.cidrs.join() === '203.0.113.0/25' && (e.status.lastError?.description ?? '').includes('combined filters are frozen by the test');
+      }, 60_000);
+      expect(await bucketOfA()).not.toContain('"address_prefix":"203.0.113.0","prefix_len":25');
+      expect(await hopsAt(A, 1)).toBe(true);
+      expect((await tunnelState(A))?.tunnels?.generation).toBe(1);
+    } finally {
+      await removePolicy();
+    }
+    await eventually('hops of generation 2', () => hopsAt(A, 2), 60_000);
+    expect(await bucketOfA()).toContain('"address_prefix":"203.0.113.0","prefix_len":25');
+    await succeeded(A);
+    await settled();
+    expect((await tunnelState(A))?.tunnels?.generation).toBe(2);
+
+    await setRule(A, allowRule('203.0.113.0/25', '198.18.0.0/15'));
+    await eventually('loosened ACL stored', async () => (await bucketOfA()).includes('"address_prefix":"198.18.0.0","prefix_len":15'), 60_000);
+    await succeeded(A);
+    await settled();
+    expect(await hopsAt(A, 2)).toBe(true);
+    expect((await tunnelState(A))?.tunnels?.generation).toBe(2);
+
+    // Back to the narrower rule: tunnels opened under the looser one must go.
+    await setRule(A, allowRule('203.0.113.0/25'));
+    await eventually('hops of generation 3', () => hopsAt(A, 3), 60_000);
+    await succeeded(A);
+  }, 240_000);
 });

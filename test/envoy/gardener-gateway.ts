@@ -313,6 +313,12 @@ export function buildGardenerGateway(spec: GardenerGatewaySpec, upstreamPorts: R
  * rejects Gardener's destination-header regexes; Istio raises it to 32768. The admin layer (Istio
  * has one too) lets tests flip runtime guards through `EnvoyInstance.setRuntime`.
  */
+/** Envoy's extension that lets clusters reach internal listeners; Istio's proxy bootstrap always has it. */
+export const INTERNAL_LISTENER_EXTENSION: JsonObject = {
+  name: 'envoy.bootstrap.internal_listener',
+  typed_config: { '@type': 'type.googleapis.com/envoy.extensions.bootstrap.internal_listener.v3.InternalListener' },
+};
+
 export const ISTIO_PROXY_RUNTIME: JsonObject = {
   layers: [
     { name: 'global config', static_layer: { 're2.max_program_size.error_level': '32768' } },

@@ -27,7 +27,7 @@ import { EchoUpstreams } from './echo-upstreams.js';
 import { CONFORMANCE_ENVOY_VERSIONS, type EnvoyVersion } from './envoy-binary.js';
 import { startEnvoy, type BoundAddress, type EnvoyInstance } from './envoy-process.js';
 import { FileXds, type XdsKind } from './file-xds.js';
-import { gatewayBootstrap, httpConnectListener, staticCluster, type GatewayListener } from './gardener-gateway.js';
+import { INTERNAL_LISTENER_EXTENSION, gatewayBootstrap, httpConnectListener, staticCluster, type GatewayListener } from './gardener-gateway.js';
 import { FILTER_NAME, GARDENER_ERAS, GARDENER_PORT, TYPE_URL, istioClusterName, type ConnectPortShape } from './gardener-shapes.js';
 import { HeldConnection, connectRequestBytes } from './held-connection.js';
 import type { JsonObject } from './json.js';
@@ -105,11 +105,6 @@ function hopListener(cluster: string, generation: number): JsonObject {
     filter_chains: [{ metadata: { filter_metadata: { 'gardener-acl': { generation: String(generation) } } }, filters: [tcpProxy] }],
   };
 }
-
-const INTERNAL_LISTENER_EXTENSION: JsonObject = {
-  name: 'envoy.bootstrap.internal_listener',
-  typed_config: { '@type': 'type.googleapis.com/envoy.extensions.bootstrap.internal_listener.v3.InternalListener' },
-};
 
 // ---------------------------------------------------------------------------------------------
 // The cases

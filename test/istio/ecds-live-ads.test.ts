@@ -26,7 +26,7 @@ import { kapi } from '../support/decide.js';
 import { dumpedEcdsFilters, dumpedListenerVersions, dumpedListeners, listenerHttpFilters, matcherMapKeys } from './envoy-config-dump.js';
 import { ERAS, ERA_NAMES } from './eras.js';
 import { generateForSeed, istioInputObjects, istioInputWithEcds, withMatcherForm, withRule } from './istio-rendered-seed.js';
-import { startLiveAdsGateway, type LiveAdsGateway } from './live-ads-gateway.js';
+import { msUntilStatus, startLiveAdsGateway, type LiveAdsGateway } from './live-ads-gateway.js';
 import { FIXTURE_SHOOTS, gardenerSeedObjects, gatewayLabels, ingressGateway } from './seed-fixture.js';
 
 const era = ERAS[ERA_NAMES[ERA_NAMES.length - 1]!];
@@ -146,14 +146,7 @@ describe.each(CONFORMANCE_ENVOY_VERSIONS)(`live ADS from Istio's discovery serve
         const sent = performance.now();
         const applied = await gateway.replaceEnvoyFilters(delivery.istioInput(withRule(objects, CHANGED, NARROWED)));
         expect(applied).toBeGreaterThan(0);
-        let refusedAfterMs: number | undefined;
-        while (performance.now() - sent < RECONFIGURED_MS) {
-          if ((await connectTo(FOO_CLIENT, CHANGED)).status === 403) {
-            refusedAfterMs = performance.now() - sent;
-            break;
-          }
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        }
+        const refusedAfterMs = await msUntilStatus(sent, 403, () => connectTo(FOO_CLIENT, CHANGED), RECONFIGURED_MS);
         expect(refusedAfterMs, 'new CONNECTs to the changed shoot refused').toBeDefined();
         // The 403 is the new rule's: a client inside the new range is admitted, other shoots still admit the old client.
         expect((await connectTo(INSIDE_NARROWED, CHANGED)).status).toBe(200);

@@ -25,7 +25,7 @@
 
 import type { EchoIdentity } from '../envoy/echo-upstreams.js';
 import type { GatewayListener } from '../envoy/gardener-gateway.js';
-import { staticCluster } from '../envoy/gardener-gateway.js';
+import { INTERNAL_LISTENER_EXTENSION, staticCluster } from '../envoy/gardener-gateway.js';
 import { FILTER_NAME } from '../envoy/gardener-shapes.js';
 import { cloneJson, getObject, getObjectList, getString, isJsonObject, type JsonObject, type JsonValue } from '../envoy/json.js';
 import type { IstioRenderOutput } from './istio-render.js';
@@ -36,7 +36,9 @@ export const ISTIO_ONLY_FILTERS: ReadonlySet<string> = new Set(['istio.metadata_
 export interface StaticGatewayPlan {
   /** Listeners bound to loopback port 0; `logicalPort` is the port Istio rendered. */
   readonly listeners: readonly GatewayListener[];
-  /** Clusters that need no upstream (e.g. Istio's BlackHoleCluster), kept as rendered. */
+  /** Internal listeners (the ACL's tunnel hops), kept as rendered: they bind no socket. */
+  readonly internalListeners: readonly JsonObject[];
+  /** Clusters that need no upstream (e.g. Istio's BlackHoleCluster, a hop's door), kept as rendered. */
   readonly keptClusters: readonly JsonObject[];
   /** One echo upstream per rewritten cluster: the shoot (namespace) it belongs to and its name. */
   readonly upstreams: readonly EchoIdentity[];
@@ -168,6 +170,15 @@ class Conversion {
   }
 }
 
+/** The echo upstream a cluster's endpoints stand for: its EDS service (a cluster an EnvoyFilter renamed keeps it), else its name. */
+export function upstreamName(cluster: JsonObject): string {
+  return getString(getObject(cluster, 'eds_cluster_config') ?? {}, 'service_name') ?? getString(cluster, 'name') ?? '?';
+}
+
+function isInternalListener(listener: JsonObject): boolean {
+  return getObject(listener, 'internal_listener') !== undefined;
+}
+
 function needsUpstream(cluster: JsonObject): boolean {
   if (getString(cluster, 'type') === 'EDS') return true;
   const endpoints = getObjectList(getObject(cluster, 'load_assignment') ?? {}, 'endpoints');
@@ -179,19 +190,20 @@ function needsUpstream(cluster: JsonObject): boolean {
 /** Plans the static config for one rendered gateway; `staticGatewayBootstrap` completes it. */
 export function planStaticGateway(render: IstioRenderOutput): StaticGatewayPlan {
   const conversion = new Conversion(render);
-  const listeners = render.listeners.flatMap((listener) => conversion.listener(listener) ?? []);
+  const listeners = render.listeners.filter((l) => !isInternalListener(l)).flatMap((listener) => conversion.listener(listener) ?? []);
+  const internalListeners = render.listeners.filter(isInternalListener).map(cloneJson);
   const upstreams: EchoIdentity[] = [];
   const keptClusters: JsonObject[] = [];
   for (const cluster of render.clusters) {
     const name = getString(cluster, 'name') ?? '?';
     if (needsUpstream(cluster)) {
-      upstreams.push({ shoot: clusterOwner(name), cluster: name });
+      upstreams.push({ shoot: clusterOwner(upstreamName(cluster)), cluster: upstreamName(cluster) });
       conversion.changes.push(`cluster ${name}: ${getString(cluster, 'type') ?? '?'} replaced by a STATIC loopback echo server (upstream TLS and Istio filters dropped)`);
     } else {
       keptClusters.push(cloneJson(cluster));
     }
   }
-  return { listeners, keptClusters, upstreams, sdsSecretNames: [...conversion.sdsSecretNames].sort(), changes: conversion.changes };
+  return { listeners, internalListeners, keptClusters, upstreams, sdsSecretNames: [...conversion.sdsSecretNames].sort(), changes: conversion.changes };
 }
 
 /**
@@ -220,16 +232,17 @@ export function staticGatewayBootstrap(inputs: StaticGatewayInputs): JsonObject 
     .filter((cluster) => needsUpstream(cluster))
     .map((cluster) => {
       const name = getString(cluster, 'name') ?? '?';
-      const port = inputs.upstreamPorts.get(name);
+      const port = inputs.upstreamPorts.get(upstreamName(cluster));
       if (port === undefined) throw new Error(`no echo upstream for cluster ${name}`);
       return loopbackCluster(cluster, port);
     });
   return {
     static_resources: {
-      listeners: inputs.plan.listeners.map((listener) => listener.config),
+      listeners: [...inputs.plan.listeners.map((listener) => listener.config), ...inputs.plan.internalListeners],
       clusters: [...inputs.plan.keptClusters, ...rewritten],
       secrets: [...inputs.secrets],
     },
     layered_runtime: inputs.runtime,
+    bootstrap_extensions: [INTERNAL_LISTENER_EXTENSION],
   };
 }

@@ -82,9 +82,9 @@ describe.each(ERA_NAMES)('Istio’s placement of our filters on a Gardener %s se
     const problems = era.connectPorts.flatMap(({ port }) => {
       const want = seed.generated.envoyFilters
         .filter((f) => f.metadata.namespace === namespace)
-        .flatMap((f): readonly { applyTo: string; match?: { listener: { portNumber: number } }; patch: { value: { name: string } } }[] => f.spec.configPatches)
-        .filter((p) => p.applyTo === 'HTTP_FILTER' && p.match?.listener.portNumber === port)
-        .map((p) => p.patch.value.name)
+        .flatMap((f): readonly { applyTo: string; match?: { context: string; listener?: { portNumber: number } }; patch: { value: { name?: unknown } } }[] => f.spec.configPatches)
+        .filter((p) => p.applyTo === 'HTTP_FILTER' && p.match?.listener?.portNumber === port)
+        .map((p) => String(p.patch.value.name))
         .sort();
       const chains = filterChains(listenerOnPort(listeners(seed, key), port));
       if (want.length === 0 || chains.length === 0) return [`${key} ${port}: ${want.length} combined filters generated, ${chains.length} chains rendered`];
@@ -116,7 +116,7 @@ describe.each(ERA_NAMES)('Istio’s placement of our filters on a Gardener %s se
       if (gateway === undefined) return [`${filter.metadata.namespace}/${filter.metadata.name}: no gateway in that namespace`];
       const chains = filterChains(listenerOnPort(listeners(seed, gateway.key), 9443));
       return filter.spec.configPatches.flatMap((patch) => {
-        if (!('match' in patch)) return [];
+        if (!('match' in patch) || !('listener' in patch.match)) return [];
         const filterChain = patch.match.listener.filterChain;
         if (patch.applyTo !== 'NETWORK_FILTER' || !('sni' in filterChain)) return [];
         const chain = chains.find((c) => serverNames(c).includes(filterChain.sni));

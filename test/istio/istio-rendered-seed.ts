@@ -80,7 +80,10 @@ export async function renderSeedThroughIstio(era: GardenerEraFixture, meshConfig
 }
 
 /** The seed's objects with an OperatorConfiguration holding only `settings` (the fixture has none of its own). */
-export function withOperatorSettings(objects: readonly JsonObject[], settings: { readonly combinedForm: CombinedFormName; readonly ecdsBuckets?: number }): JsonObject[] {
+export function withOperatorSettings(
+  objects: readonly JsonObject[],
+  settings: { readonly combinedForm: CombinedFormName; readonly ecdsBuckets?: number; readonly tunnelRevocation?: 'none' | 'hop' },
+): JsonObject[] {
   return [...objects.filter((o) => o['kind'] !== 'OperatorConfiguration'), { apiVersion: 'acl.gardener.cloud/v1alpha1', kind: 'OperatorConfiguration', ...settings }];
 }
 

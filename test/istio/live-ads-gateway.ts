@@ -11,6 +11,7 @@
 // read from a static render of the same objects (istio-bootstrap.ts's plan).
 
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { performance } from 'node:perf_hooks';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,7 +21,7 @@ import { isLoopbackAddress } from '../envoy/clients.js';
 import { EchoUpstreams } from '../envoy/echo-upstreams.js';
 import type { EnvoyVersion } from '../envoy/envoy-binary.js';
 import { startEnvoy, type BoundAddress } from '../envoy/envoy-process.js';
-import { ISTIO_PROXY_RUNTIME, staticCluster } from '../envoy/gardener-gateway.js';
+import { INTERNAL_LISTENER_EXTENSION, ISTIO_PROXY_RUNTIME, staticCluster } from '../envoy/gardener-gateway.js';
 import { getString, type JsonObject } from '../envoy/json.js';
 import { killOnExit } from '../support/child-processes.js';
 import { planStaticGateway } from './istio-bootstrap.js';
@@ -142,6 +143,7 @@ function xdsBootstrap(node: JsonObject, xds: BoundAddress, secrets: readonly Jso
       secrets: [...secrets],
     },
     layered_runtime: ISTIO_PROXY_RUNTIME,
+    bootstrap_extensions: [INTERNAL_LISTENER_EXTENSION],
   };
 }
 
@@ -203,4 +205,16 @@ export async function startLiveAdsGateway(options: LiveAdsGatewayOptions): Promi
     if (error instanceof Error && serve) error.message += `\nistio-render serve stderr (tail):\n${serve.log().slice(-4_000)}`;
     throw error;
   }
+}
+
+/**
+ * Milliseconds from `since` (a performance.now() value) until `attempt` answers `status`, trying
+ * every 20 ms; undefined when `timeoutMs` pass first. How long a push takes to reach new CONNECTs.
+ */
+export async function msUntilStatus(since: number, status: number, attempt: () => Promise<{ readonly status: number }>, timeoutMs: number): Promise<number | undefined> {
+  while (performance.now() - since < timeoutMs) {
+    if ((await attempt()).status === status) return performance.now() - since;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return undefined;
 }

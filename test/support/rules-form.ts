@@ -5,7 +5,7 @@ import type { AnyGeneratedEnvoyFilter } from '../../src/rbac/seed-envoy-filters.
 
 export function rulesFormOnly(filters: readonly AnyGeneratedEnvoyFilter[]): GeneratedEnvoyFilter[] {
   return filters.map((filter) => {
-    if (filter.spec.configPatches.some((p) => !('typed_config' in p.patch.value) || (!('rules' in p.patch.value.typed_config) && !('shadow_rules' in p.patch.value.typed_config)))) {
+    if (filter.spec.configPatches.some((p) => p.applyTo === 'CLUSTER' || p.applyTo === 'LISTENER' || !('typed_config' in p.patch.value) || (!('rules' in p.patch.value.typed_config) && !('shadow_rules' in p.patch.value.typed_config)))) {
       throw new Error(`${filter.metadata.name} is not a rules-form object`);
     }
     return filter as GeneratedEnvoyFilter;

@@ -41,9 +41,11 @@
 //     of gateway credentials lose their config source (Envoy then uses the
 //     bootstrap's static secret of the same name), file access logs to
 //     /dev/stdout written by the stdout access logger;
-//   - clusters: every cluster with endpoints (EDS, pipe, DNS, IP) becomes a
+//   - internal listeners, and clusters whose endpoints are all internal
+//     addresses (the ACL's per-shoot hop), are sent as Istio generated them;
+//   - clusters: every other cluster with endpoints (EDS, pipe, DNS, IP) becomes a
 //     STATIC cluster with the one endpoint 127.0.0.1:<port> from the
-//     -upstreams map {"<cluster name>": port}; a cluster not in the map is
+//     -upstreams map {"<EDS service name, else cluster name>": port}; a cluster not in the map is
 //     dropped (one stderr line); clusters lose their filters and upstream
 //     transport sockets; ORIGINAL_DST clusters are dropped. No cluster sent
 //     points anywhere but loopback.
@@ -206,6 +208,16 @@ func (t *transformer) listener(a *anypb.Any) (proto.Message, error) {
 	if err := a.UnmarshalTo(l); err != nil {
 		return nil, err
 	}
+	if l.GetInternalListener() != nil {
+		// An internal listener (the ACL's per-shoot hop) binds no socket: kept, filters walked.
+		obj, err := toJSONMap(l)
+		if err != nil {
+			return nil, err
+		}
+		walk(obj)
+		out := &listenerv3.Listener{}
+		return out, fromJSONMap(obj, out)
+	}
 	if l.GetAddress().GetSocketAddress() == nil {
 		t.report("listener %s: dropped (not on a TCP socket address)", l.GetName())
 		return nil, nil
@@ -230,10 +242,27 @@ func hasEndpoints(c *clusterv3.Cluster) bool {
 	return false
 }
 
+// internalOnly: every endpoint is an Envoy internal address (a listener in this Envoy).
+func internalOnly(c *clusterv3.Cluster) bool {
+	found := false
+	for _, locality := range c.GetLoadAssignment().GetEndpoints() {
+		for _, e := range locality.GetLbEndpoints() {
+			if e.GetEndpoint().GetAddress().GetEnvoyInternalAddress() == nil {
+				return false
+			}
+			found = true
+		}
+	}
+	return found
+}
+
 func (t *transformer) cluster(a *anypb.Any) (proto.Message, error) {
 	c := &clusterv3.Cluster{}
 	if err := a.UnmarshalTo(c); err != nil {
 		return nil, err
+	}
+	if internalOnly(c) {
+		return c, nil // a door into an internal listener reaches nothing outside this Envoy
 	}
 	// Istio's clusters come from a cache: c is a copy (unmarshalled from a).
 	c.Filters = nil
@@ -250,9 +279,14 @@ func (t *transformer) cluster(a *anypb.Any) (proto.Message, error) {
 	case c.GetType() == clusterv3.Cluster_STATIC && !hasEndpoints(c):
 		return c, nil // e.g. BlackHoleCluster
 	}
-	port, ok := t.upstreams[c.GetName()]
+	// Endpoints are looked up by the EDS service name: a cluster an EnvoyFilter renamed still gets Istio's endpoints of that service.
+	upstream := c.GetName()
+	if service := c.GetEdsClusterConfig().GetServiceName(); service != "" {
+		upstream = service
+	}
+	port, ok := t.upstreams[upstream]
 	if !ok {
-		t.report("cluster %s: dropped (no upstream in -upstreams)", c.GetName())
+		t.report("cluster %s: dropped (no upstream in -upstreams for %s)", c.GetName(), upstream)
 		return nil, nil
 	}
 	c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC}

@@ -1,0 +1,83 @@
+// When the controller raises a shoot's tunnel generation (closing its VPN tunnels through the hop):
+// replayed over sequences of reconciles, each saying whether the stored CONNECT filters already
+// hold the ACL computed then.
+import { describe, expect, it } from 'vitest';
+import { appliedFromState, stateSchema, type AppliedAcl } from '../../src/actuator/applied-state.js';
+import { nextTunnelState, recordedTunnelState, tunnelStateFromRecord, type TunnelState } from '../../src/actuator/tunnel-generation.js';
+
+const ID = 'shoot--p--a';
+function acl(action: 'ALLOW' | 'DENY', cidrs: string[], mode: 'enforce' | 'audit' = 'enforce', alwaysAllowed = ['10.250.0.0/16', '198.18.7.0/24']): AppliedAcl {
+  const parsed = appliedFromState(ID, { applied: { rule: { action, type: 'remote_ip', cidrs, mode }, alwaysAllowed } });
+  if (!parsed) throw new Error('unparsable');
+  return parsed;
+}
+
+const WIDE = acl('ALLOW', ['203.0.113.0/24', '198.51.100.0/24']);
+const NARROW = acl('ALLOW', ['203.0.113.0/24']);
+const OTHER = acl('ALLOW', ['192.0.2.0/24']);
+
+/** Replays reconciles: each step is the ACL computed and whether the filters hold it; returns the generations. */
+function replay(first: AppliedAcl | undefined, steps: readonly (readonly [AppliedAcl, boolean])[]): number[] {
+  let state: TunnelState | undefined;
+  let recorded = first;
+  const generations: number[] = [];
+  for (const [now, stored] of steps) {
+    state = nextTunnelState({ previous: state, recordedBefore: recorded, now, stored });
+    // What status.state keeps between reconciles: written and read back through the schema.
+    state = tunnelStateFromRecord(stateSchema.parse({ tunnels: recordedTunnelState(state) }).tunnels);
+    recorded = now;
+    generations.push(state!.generation);
+  }
+  return generations;
+}
+
+describe('the tunnel generation', () => {
+  it('starts at 1 and stays there while nothing is tightened', () => {
+    expect(replay(undefined, [[WIDE, true], [WIDE, true], [WIDE, true]])).toEqual([1, 1, 1]);
+  });
+
+  it('rises on a tightening only once the stored filters hold it (raised earlier, a closed tunnel could reconnect under the old filters)', () => {
+    expect(replay(undefined, [[WIDE, true], [NARROW, false], [NARROW, false], [NARROW, true], [NARROW, true]])).toEqual([1, 1, 1, 2, 2]);
+  });
+
+  it('does not rise on a loosening, stored or not', () => {
+    expect(replay(undefined, [[NARROW, true], [WIDE, false], [WIDE, true]])).toEqual([1, 1, 1]);
+  });
+
+  it('loosened, then tightened back: rises (tunnels opened under the looser ACL are closed)', () => {
+    expect(replay(undefined, [[NARROW, true], [WIDE, true], [NARROW, true]])).toEqual([1, 1, 2]);
+  });
+
+  it('loosened and tightened back before the filters held the looser ACL: still rises (partly written filters may have admitted by it)', () => {
+    expect(replay(undefined, [[NARROW, true], [WIDE, false], [NARROW, true]])).toEqual([1, 1, 2]);
+  });
+
+  it('an unrelated range swapped in: rises', () => {
+    expect(replay(undefined, [[NARROW, true], [OTHER, true]])).toEqual([1, 2]);
+  });
+
+  it('a shoot whose first ACL is not yet stored: the tunnels opened meanwhile (admitted by no ACL) are closed once it is', () => {
+    expect(replay(undefined, [[NARROW, false], [NARROW, true]])).toEqual([1, 2]);
+  });
+
+  it('a shoot that had an ACL before the hop existed: compared with what the filters held', () => {
+    expect(replay(WIDE, [[WIDE, false], [WIDE, true]])).toEqual([1, 1]);
+    expect(replay(WIDE, [[NARROW, false], [NARROW, true]])).toEqual([1, 2]);
+  });
+
+  it('always-allowed ranges that shrink (egress CIDRs not yet reported) or grow do not raise: only the owner\'s rule does', () => {
+    const withoutEgress = acl('ALLOW', ['203.0.113.0/24'], 'enforce', ['10.250.0.0/16']);
+    expect(replay(undefined, [[NARROW, true], [withoutEgress, true], [NARROW, true], [withoutEgress, false], [withoutEgress, true]])).toEqual([1, 1, 1, 1, 1]);
+    expect(replay(undefined, [[NARROW, true], [acl('ALLOW', ['203.0.113.0/25'], 'enforce', ['10.250.0.0/16']), true]])).toEqual([1, 2]);
+  });
+
+  it('an unreadable status.state.tunnels is dropped (the hops start over at 1) and leaves the recorded ACL readable', () => {
+    const state = { applied: { rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['203.0.113.0/24'] }, alwaysAllowed: [] }, tunnels: { generation: 0 } };
+    expect(tunnelStateFromRecord(stateSchema.parse(state).tunnels)).toBeUndefined();
+    expect(appliedFromState(ID, state)?.rule.cidrs).toHaveLength(1);
+  });
+
+  it('audit to enforce rises; enforce to audit does not', () => {
+    expect(replay(undefined, [[acl('ALLOW', ['203.0.113.0/24'], 'audit'), true], [NARROW, true], [acl('ALLOW', ['203.0.113.0/24'], 'audit'), true]])).toEqual([1, 2, 2]);
+  });
+});
