@@ -5,7 +5,8 @@
 // (tunnelHopPatches), applied as Istio applies them: Gardener's cluster renamed, the door and the
 // internal listener added. Only loopback addresses are used; nothing is sent.
 //
-// usage: npx tsx bench/tunnel-hop.ts [sizes=0,1000,5000]
+// usage: npx tsx bench/tunnel-hop.ts [sizes=0,1000,5000] [stats=istio|all]
+// (istio: the stats an Istio gateway keeps, its bootstrap's stats matcher; all: Envoy's full stats)
 import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
 import { SEED_ENVOY_VERSION } from '../test/envoy/envoy-binary.js';
@@ -40,6 +41,23 @@ function seed(shoots: number, hops: boolean): { clusters: JsonObject[]; listener
   return { clusters, listeners };
 }
 
+/**
+ * The stats a gateway Envoy keeps: Istio's bootstrap (pkg/bootstrap/config.go, the required
+ * inclusion prefixes, suffixes and regex, and envoy_bootstrap.json's fixed patterns). Without it
+ * every cluster and listener would carry Envoy's full stats, which an Istio gateway does not.
+ */
+const ISTIO_STATS_MATCHER = {
+  inclusion_list: {
+    patterns: [
+      ...['reporter=', 'cluster_manager', 'listener_manager', 'server', 'cluster.xds-grpc', 'wasm', 'component', 'istio'].map((prefix) => ({ prefix })),
+      ...['rbac.allowed', 'rbac.denied', 'shadow_allowed', 'shadow_denied', 'downstream_cx_active'].map((suffix) => ({ suffix })),
+      { safe_regex: { regex: String.raw`vhost\..*\.route\..*` } },
+    ],
+  },
+};
+
+const STATS: JsonObject = (process.argv[3] ?? 'istio') === 'all' ? {} : { stats_config: { stats_matcher: ISTIO_STATS_MATCHER } };
+
 const memorySchema = z.object({ allocated: z.string() });
 async function allocated(envoy: EnvoyInstance): Promise<number> {
   const response = await fetch(`${envoy.adminUrl}/memory`, { signal: AbortSignal.timeout(30_000) });
@@ -51,7 +69,7 @@ async function measure(shoots: number, hops: boolean): Promise<{ mib: number; lo
   const start = performance.now();
   const envoy = await startEnvoy({
     envoyVersion: SEED_ENVOY_VERSION,
-    bootstrap: { static_resources: { clusters, listeners }, bootstrap_extensions: [INTERNAL_LISTENER_EXTENSION] },
+    bootstrap: { static_resources: { clusters, listeners }, bootstrap_extensions: [INTERNAL_LISTENER_EXTENSION], ...STATS },
     startTimeoutMs: 600_000,
     // Internal listeners bind no port, which is what the harness waits for: wait for Envoy's counts instead.
     awaitLive: false,

@@ -13,7 +13,7 @@ import { seedContext, shootAclFromInventory, type SeedInventory } from '../garde
 import { isNotFound } from '../kube/errors.js';
 import { jsonEqual } from '../rbac/deep-equal.js';
 import { legacyProxyPatch, type LegacyProxyAcl } from '../rbac/legacy-proxy-patch.js';
-import { buildShootEnvoyFilters, shootFilterName } from '../rbac/shoot-envoy-filters.js';
+import { buildShootEnvoyFilters, shootFilterName, tunnelHopFilterName } from '../rbac/shoot-envoy-filters.js';
 import { ReportedProblem, type Actuator, type ActuatorResult } from './actuator.js';
 import { appliedFromState, stateFor, stateSchema, type AppliedAcl } from './applied-state.js';
 import type { ClusterClient, ObjectRef } from './cluster-client.js';
@@ -77,7 +77,8 @@ export class AclActuator implements Actuator {
     const protection = applied ? this.deps.combinedProtection(applied) : { uncovered: [], problem: undefined };
     // Registered before the writes below, so a change of the combined filters meanwhile wakes this shoot.
     if (protection.uncovered.length > 0) this.deps.awaitCombined(ext);
-    const tunnels = this.deps.operator.tunnelRevocation === 'hop' && applied ? this.nextTunnels(ext, applied, protection.uncovered.length === 0) : undefined;
+    // Without a Gateway nothing is written, so the generation is not moved either (see below).
+    const tunnels = this.deps.operator.tunnelRevocation === 'hop' && applied && !result.noGateways ? this.nextTunnels(ext, applied, protection.uncovered.length === 0) : undefined;
     const warnings = result.problems.filter((p) => p.severity === 'warning').map(formatProblem);
     // Told once per new ACL (when it is recorded), not on every resync.
     if (warnings.length > 0 && !jsonEqual(recorded.data?.applied ?? null, stateSchema.parse(state).applied ?? null)) {
@@ -87,12 +88,13 @@ export class AclActuator implements Actuator {
     if (result.noGateways) {
       // Hibernated or not yet deployed: the SNI chains are unknown, so the ManagedResource keeps
       // what it has; the gateway namespaces it was written to stay recorded.
-      // So do the hops: a generation raised here would be written only at wake-up, closing the
-      // tunnels opened then.
+      // So do the hops and their recorded generation: the tightening is compared when the hops are
+      // written again (tunnels opened before still count as admitted by the earlier ACL).
+      const previousHops = this.deps.operator.tunnelRevocation === 'hop' && recorded.success && recorded.data.tunnels !== undefined;
       state = {
         ...state,
         gatewayNamespaces: recorded.success ? recorded.data.gatewayNamespaces : [],
-        ...(tunnels && recorded.success ? { tunnels: recorded.data.tunnels, hopNamespaces: recorded.data.hopNamespaces } : {}),
+        ...(previousHops ? { tunnels: recorded.data.tunnels, hopNamespaces: recorded.data.hopNamespaces } : {}),
       };
       log.info('no Gateway in the shoot namespace; keeping the existing per-shoot filters');
     } else {
@@ -240,10 +242,14 @@ export class AclActuator implements Actuator {
     await retireReferenceManagedResource(client, namespace);
     const recorded = stateSchema.safeParse(ext.status?.['state'] ?? {});
     const gatewayNamespaces = recorded.success ? recorded.data.gatewayNamespaces : [];
-    const filterNamespaces = [...new Set([...gatewayNamespaces, ...(recorded.success ? recorded.data.hopNamespaces : [])])];
-    // A ManagedResource someone else deleted kept its filters (keepObjects): they go now.
-    for (const gatewayNamespace of filterNamespaces) {
+    // A ManagedResource someone else deleted kept its filters (keepObjects): they go now, wherever
+    // either kind was written (deleting what is not there is harmless).
+    const hopNamespaces = recorded.success ? recorded.data.hopNamespaces : [];
+    for (const gatewayNamespace of [...new Set([...gatewayNamespaces, ...hopNamespaces])]) {
       await client.delete({ apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name: shootFilterName(namespace), namespace: gatewayNamespace });
+    }
+    for (const gatewayNamespace of hopNamespaces) {
+      await client.delete({ apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name: tunnelHopFilterName(namespace), namespace: gatewayNamespace });
     }
     // Taking the RBAC filter out is not a protection: a lagging webhook that keeps it only delays that.
     await this.triggerLegacyProxyFilters(namespace, gatewayNamespaces, undefined);

@@ -62,10 +62,17 @@ export function nextTunnelState({ previous, recordedBefore, now, stored }: Tunne
   return { generation: previous.generation + (admitsFewer(asNow(previous.admitted), now) ? 1 : 0), admitted: admissionOf(now) };
 }
 
-/** status.state.tunnels as recorded; undefined when absent or unreadable (the hops then start over at generation 1, which drains them once). */
+/**
+ * status.state.tunnels as recorded; undefined when absent. An unreadable entry counts as "anyone
+ * may have been admitted" at the generation it names (else 1), so the next stored reconcile raises
+ * it: the hops drain once rather than keep tunnels nobody can vouch for.
+ */
 export function tunnelStateFromRecord(recorded: unknown): TunnelState | undefined {
+  if (recorded === undefined) return undefined;
   const parsed = tunnelsSchema.safeParse(recorded);
-  return parsed.success ? { generation: parsed.data.generation, admitted: parsed.data.admitted } : undefined;
+  if (parsed.success) return { generation: parsed.data.generation, admitted: parsed.data.admitted };
+  const generation = tunnelsSchema.pick({ generation: true }).safeParse(recorded);
+  return { generation: generation.success ? generation.data.generation : 1, admitted: EVERYONE };
 }
 
 /** The state as status.state records it. */

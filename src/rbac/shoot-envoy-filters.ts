@@ -13,7 +13,7 @@ import {
 import { FILTER_NAMES, networkDenyFilter, shootStatPrefix } from './filter-values.js';
 import { observabilityHostsOf } from './permissions.js';
 import { notAdmittedPrincipal } from './principals.js';
-import { tunnelHopPatches, type HopPatch } from './tunnel-hop.js';
+import { TUNNEL_HOP_PRIORITY, tunnelHopPatches, type HopPatch } from './tunnel-hop.js';
 
 export function shootFilterName(technicalID: string): string {
   return `acl-${technicalID}`;
@@ -33,23 +33,23 @@ export type ShootEnvoyFilter = GeneratedEnvoyFilter<ShootPatch>;
 
 interface NamespacePatches {
   readonly gateway: GatewayWorkload;
-  readonly patches: ShootPatch[];
+  readonly patches: ConfigPatch[];
 }
 
 /**
  * The per-shoot EnvoyFilters (one per gateway namespace the shoot has chains on): a network
  * RBAC filter first in every SNI chain of the shoot, and in the seed's shared observability
  * chain a filter that only looks at the shoot's own host names. With tunnelRevocation hop, also
- * the shoot's tunnel hops, on every gateway of the seed.
+ * `acl-<id>-hop` with the shoot's tunnel hops, on every gateway of the seed.
  */
 export function buildShootEnvoyFilters(shoot: ShootAcl, seed: SeedAcl): ShootEnvoyFilter[] {
   const identity = parseTechnicalID(shoot.technicalID);
   if (!identity) throw new Error(`internal: invalid technical ID "${shoot.technicalID}" reached the generator`);
   const principal = notAdmittedPrincipal(shoot.rule, shoot.alwaysAllowed);
   const byNamespace = new Map<string, NamespacePatches>();
-  const add = (gateway: GatewayWorkload, ...patches: ShootPatch[]): void => {
+  const add = (gateway: GatewayWorkload, patch: ConfigPatch): void => {
     const entry = byNamespace.get(gateway.namespace) ?? { gateway, patches: [] };
-    entry.patches.push(...patches);
+    entry.patches.push(patch);
     byNamespace.set(gateway.namespace, entry);
   };
 
@@ -75,13 +75,7 @@ export function buildShootEnvoyFilters(shoot: ShootAcl, seed: SeedAcl): ShootEnv
     }, shoot.rule.mode));
   }
 
-  if (seed.operator.tunnelRevocation === 'hop') {
-    // Every gateway: before Gardener 1.143 every gateway has the shoot's VPN clusters.
-    const gateways = [...seed.gateways].sort((a, b) => a.namespace.localeCompare(b.namespace));
-    for (const gateway of gateways) add(gateway, ...tunnelHopPatches(shoot.technicalID, shoot.tunnelGeneration ?? 1));
-  }
-
-  return [...byNamespace.entries()]
+  const own: ShootEnvoyFilter[] = [...byNamespace.entries()]
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([namespace, { gateway, patches }]) => ({
       apiVersion: 'networking.istio.io/v1alpha3',
@@ -92,5 +86,33 @@ export function buildShootEnvoyFilters(shoot: ShootAcl, seed: SeedAcl): ShootEnv
         labels: { [MANAGED_BY_LABEL]: MANAGED_BY, [ROLE_LABEL]: 'shoot', [SHOOT_LABEL]: shoot.technicalID },
       },
       spec: { workloadSelector: { labels: gateway.selector }, configPatches: patches },
+    }));
+  return seed.operator.tunnelRevocation === 'hop' ? [...own, ...tunnelHopFilters(shoot, seed.gateways)] : own;
+}
+
+/** Not `acl-<id>-hop`: that is the SNI filter's name of a shoot called `<name>-hop`. Technical IDs start with `shoot-`, so no `acl-<id>` is `acl-hop-…`. */
+export function tunnelHopFilterName(technicalID: string): string {
+  return `acl-hop-${technicalID}`;
+}
+
+/**
+ * The shoot's tunnel hops, an object of their own on every gateway (before Gardener 1.143 every
+ * gateway has the shoot's VPN clusters). Apart from the SNI filter, an edit of the shoot's rule
+ * leaves it alone: Istio keys its cached clusters on the EnvoyFilters that patch clusters, so only
+ * a new generation makes it build them again. Applied last (highest priority), so that any other
+ * filter matching Gardener's cluster by name still sees that name.
+ */
+function tunnelHopFilters(shoot: ShootAcl, gateways: readonly GatewayWorkload[]): ShootEnvoyFilter[] {
+  return [...gateways]
+    .sort((a, b) => a.namespace.localeCompare(b.namespace))
+    .map((gateway) => ({
+      apiVersion: 'networking.istio.io/v1alpha3',
+      kind: 'EnvoyFilter',
+      metadata: {
+        name: tunnelHopFilterName(shoot.technicalID),
+        namespace: gateway.namespace,
+        labels: { [MANAGED_BY_LABEL]: MANAGED_BY, [ROLE_LABEL]: 'tunnel-hop', [SHOOT_LABEL]: shoot.technicalID },
+      },
+      spec: { workloadSelector: { labels: gateway.selector }, priority: TUNNEL_HOP_PRIORITY, configPatches: tunnelHopPatches(shoot.technicalID, shoot.tunnelGeneration ?? 1) },
     }));
 }

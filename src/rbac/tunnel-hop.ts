@@ -19,6 +19,9 @@
 // cluster also serves the shoot's TLS-terminated API requests on the SNI path, which a hop would
 // put behind our cluster; its tunnels end on their own (README "Revocation").
 
+/** Istio applies EnvoyFilters by ascending priority: the hops go last (see tunnelHopFilters). */
+export const TUNNEL_HOP_PRIORITY = 1000;
+
 /** The tunnel-only CONNECT destinations of a shoot: Gardener's VPN server, and the two of an HA VPN (gardener's HighAvailabilityReplicaCount). */
 export const HOP_SERVICES = ['vpn-seed-server', 'vpn-seed-server-0', 'vpn-seed-server-1'] as const;
 const VPN_PORT = 1194;

@@ -16,6 +16,9 @@ import { MANAGED_RESOURCE_NAME } from '../../src/actuator/managed-resource.js';
 import type { ControlPlane } from '../kube/control-plane.js';
 import { eventually, sleep, startWithCRDs } from '../kube/kube-test-helpers.js';
 import { refuseWrites } from '../support/refusing-policy.js';
+import { parseAllDocuments } from 'yaml';
+import { tunnelHopFilterName } from '../../src/rbac/shoot-envoy-filters.js';
+import { TUNNEL_HOP_PRIORITY } from '../../src/rbac/tunnel-hop.js';
 import { DEFAULT_GW, ZONAL_GW, allowRule, createSeed, denyRule, startTestController, technicalID, type ShootFixture } from './seed-fixture.js';
 
 const A: ShootFixture = { project: 'p', name: 'a', providerConfig: allowRule('203.0.113.0/24') };
@@ -156,6 +159,12 @@ describe('controller with the matcher form on a real kube-apiserver', () => {
     controller = await startTestController(cp.kubeConfig, { operator: { ...ECDS, tunnelRevocation: 'hop' } });
     // Three VPN services, each a door cluster and a hop listener of generation 1, on both gateways.
     await eventually('hops of generation 1', () => hopsAt(A, 1), 60_000);
+    const hopObjects = parseAllDocuments(await manifestOf(A))
+      .map((d) => d.toJS() as { metadata: { name: string; namespace: string }; spec: { priority?: number; configPatches: unknown[] } })
+      .filter((o) => o.metadata.name === tunnelHopFilterName(technicalID(A)));
+    expect(hopObjects.map((o) => [o.metadata.namespace, o.spec.priority, o.spec.configPatches.length])).toEqual(
+      [DEFAULT_GW.namespace, ZONAL_GW.namespace].sort().map((ns) => [ns, TUNNEL_HOP_PRIORITY, 9]),
+    );
     await succeeded(A);
     expect((await tunnelState(A))?.tunnels?.generation).toBe(1);
     // Where delete and migrate find the hops; the SNI namespaces (legacy filters are nudged there) stay as they were.

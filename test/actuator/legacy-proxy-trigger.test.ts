@@ -5,10 +5,10 @@ import jsonpatch from 'fast-json-patch';
 import { describe, expect, it } from 'vitest';
 import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
 import type { ClusterClient, ObjectRef } from '../../src/actuator/cluster-client.js';
-import { AclActuator } from '../../src/actuator/acl-actuator.js';
+import type { AclActuator } from '../../src/actuator/acl-actuator.js';
+import { testActuator } from './actuator-deps.js';
 import type { Extension } from '../../src/gardener/objects.js';
 import { legacyProxyPatch, type LegacyProxyAcl } from '../../src/rbac/legacy-proxy-patch.js';
-import { testLogger } from '../kube/kube-test-helpers.js';
 import { cidrs } from '../continuity/protection-oracle.js';
 import { rule } from '../support/test-seed.js';
 import { legacyFilter } from '../webhook/webhook-fixtures.js';
@@ -35,17 +35,7 @@ function fakeClient(existing: readonly string[], vanishing: readonly string[] = 
 }
 
 function reconciler(client: ClusterClient): AclActuator {
-  return new AclActuator({
-    client,
-    operator: defaultOperatorConfig(),
-    inventory: () => ({ extensions: [], clusters: [], infrastructures: [], gateways: [], deployments: [], services: [], configMaps: [] }),
-    logger: testLogger(),
-    combinedHolds: () => false,
-    combinedChanged: () => undefined,
-    combinedProtection: () => ({ uncovered: [], problem: undefined }),
-    awaitCombined: () => undefined,
-    warn: async () => undefined,
-  });
+  return testActuator(client, defaultOperatorConfig());
 }
 
 /** A legacy filter stored by "the API server", re-admitted on each write by "a webhook" whose cache holds `webhookAcl()`. */

@@ -71,10 +71,14 @@ describe('the tunnel generation', () => {
     expect(replay(undefined, [[NARROW, true], [acl('ALLOW', ['203.0.113.0/25'], 'enforce', ['10.250.0.0/16']), true]])).toEqual([1, 2]);
   });
 
-  it('an unreadable status.state.tunnels is dropped (the hops start over at 1) and leaves the recorded ACL readable', () => {
-    const state = { applied: { rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['203.0.113.0/24'] }, alwaysAllowed: [] }, tunnels: { generation: 0 } };
-    expect(tunnelStateFromRecord(stateSchema.parse(state).tunnels)).toBeUndefined();
-    expect(appliedFromState(ID, state)?.rule.cidrs).toHaveLength(1);
+  it('an unreadable status.state.tunnels leaves the recorded ACL readable, and the next stored reconcile raises its generation (nobody vouches for the open tunnels)', () => {
+    for (const [tunnels, expected] of [[{ generation: 0 }, 2], [{ generation: 4, admitted: 'garbage' }, 5], ['garbage', 2]] as const) {
+      const state = { applied: { rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['203.0.113.0/24'] }, alwaysAllowed: [] }, tunnels };
+      expect(appliedFromState(ID, state)?.rule.cidrs).toHaveLength(1);
+      const previous = tunnelStateFromRecord(stateSchema.parse(state).tunnels);
+      expect(nextTunnelState({ previous, recordedBefore: NARROW, now: NARROW, stored: true }).generation, JSON.stringify(tunnels)).toBe(expected);
+    }
+    expect(tunnelStateFromRecord(undefined)).toBeUndefined();
   });
 
   it('audit to enforce rises; enforce to audit does not', () => {

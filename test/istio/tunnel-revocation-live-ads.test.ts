@@ -15,6 +15,7 @@
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SHOOT_LABEL } from '../../src/rbac/envoy-filter-types.js';
+import { tunnelHopFilterName } from '../../src/rbac/shoot-envoy-filters.js';
 import { hopListenerName, routedClusterName, upstreamClusterName } from '../../src/rbac/tunnel-hop.js';
 import { httpConnect, proxyV2From } from '../envoy/clients.js';
 import { CONFORMANCE_ENVOY_VERSIONS } from '../envoy/envoy-binary.js';
@@ -77,13 +78,17 @@ function headerOf(port: number): string {
 
 /** The seed's Istio input as the product writes it, the changed shoot's hops at `generation` (the controller's state, which a render does not read). */
 function istioInput(objects: readonly JsonObject[], generation: number): JsonObject[] {
-  return istioInputObjects(objects, generateForSeed(objects)).map((object) => {
-    const labels = getObject(getObject(object, 'metadata') ?? {}, 'labels') ?? {};
-    if (object['kind'] !== 'EnvoyFilter' || labels[SHOOT_LABEL] !== CHANGED) return object;
+  let hops = 0;
+  const input = istioInputObjects(objects, generateForSeed(objects)).map((object) => {
+    const metadata = getObject(object, 'metadata') ?? {};
+    if (object['kind'] !== 'EnvoyFilter' || getObject(metadata, 'labels')?.[SHOOT_LABEL] !== CHANGED || getString(metadata, 'name') !== tunnelHopFilterName(CHANGED)) return object;
+    hops++;
     const text = JSON.stringify(object);
-    if (!text.includes('"tunnelGeneration":1')) throw new Error(`${CHANGED}'s filter has no hop of generation 1`);
+    if (text.split('"tunnelGeneration":1').length !== 4) throw new Error(`${tunnelHopFilterName(CHANGED)} does not hold three hops of generation 1`);
     return JSON.parse(text.replaceAll('"tunnelGeneration":1', `"tunnelGeneration":${generation}`)) as JsonObject;
   });
+  if (hops === 0) throw new Error(`no ${tunnelHopFilterName(CHANGED)} among the generated objects`);
+  return input;
 }
 
 function hopGeneration(dump: JsonObject, listener: string): unknown {

@@ -1,0 +1,75 @@
+// The per-shoot actuator with tunnelRevocation hop, on an in-memory seed: what it records and
+// writes when the shoot has no Gateway (hibernated), and what delete takes away. The generation
+// logic itself is tunnel-generation.test.ts; the controller on a real API server is
+// controller-matcher-form.test.ts.
+import { describe, expect, it } from 'vitest';
+import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
+import type { AclActuator } from '../../src/actuator/acl-actuator.js';
+import type { ClusterClient } from '../../src/actuator/cluster-client.js';
+import { classifyObjects } from '../../src/gardener/inventory.js';
+import { extensionSchema, type Extension } from '../../src/gardener/objects.js';
+import { shootFilterName, tunnelHopFilterName } from '../../src/rbac/shoot-envoy-filters.js';
+import { testActuator } from './actuator-deps.js';
+import { DEFAULT_GW, ZONAL_GW, aclExtension, allowRule, gatewayObjects, shootObjects, technicalID, type ShootFixture } from './seed-fixture.js';
+
+const A: ShootFixture = { project: 'p', name: 'a', providerConfig: allowRule('203.0.113.0/24') };
+const HOP: OperatorConfig = { ...defaultOperatorConfig(), combinedForm: 'ecds', tunnelRevocation: 'hop' };
+
+function recordingClient() {
+  const calls: string[] = [];
+  const client: ClusterClient = {
+    get: async () => undefined,
+    createIfAbsent: async (o) => void calls.push(`create ${String(o['kind'])}`),
+    apply: async (o) => (calls.push(`apply ${String(o['kind'])}`), {}),
+    mergePatch: async (ref) => void calls.push(`merge ${ref.kind} ${ref.namespace ?? ''}/${ref.name}`),
+    jsonPatch: async (ref) => void calls.push(`json ${ref.kind}`),
+    patchStatus: async (ref) => void calls.push(`status ${ref.kind}`),
+    delete: async (ref) => void calls.push(`delete ${ref.kind} ${ref.namespace ?? ''}/${ref.name}`),
+  };
+  return { client, calls };
+}
+
+function actuator(client: ClusterClient, withGateway: boolean): AclActuator {
+  const objects = [...[DEFAULT_GW, ZONAL_GW].flatMap(gatewayObjects), ...shootObjects(A).filter((o) => withGateway || o['kind'] !== 'Gateway')];
+  const { inventory } = classifyObjects(objects.map((object, i) => ({ object, source: `#${i}` })));
+  return testActuator(client, HOP, inventory);
+}
+
+function extension(state: unknown): Extension {
+  return extensionSchema.parse({ ...aclExtension(technicalID(A), A.providerConfig), metadata: { name: 'acl', namespace: technicalID(A), generation: 1 }, status: { state } });
+}
+
+describe('the actuator with tunnelRevocation hop', () => {
+  it('records the hops of generation 1 on every gateway; a resync returns the same state (no status write)', async () => {
+    const { client } = recordingClient();
+    const first = await actuator(client, true).reconcile(extension(undefined));
+    const state = first.kind === 'done' ? (first.state as { tunnels?: { generation: number }; hopNamespaces?: string[] }) : undefined;
+    expect(state?.tunnels?.generation).toBe(1);
+    expect(state?.hopNamespaces).toEqual([DEFAULT_GW.namespace, ZONAL_GW.namespace].sort());
+    const again = await actuator(client, true).reconcile(extension(JSON.parse(JSON.stringify(state))));
+    expect(again.kind === 'done' ? JSON.stringify(again.state) : undefined).toBe(JSON.stringify(state));
+  });
+
+  it('without a Gateway: no tunnels key appears from nothing (it would differ from the stored state on every resync), and a recorded one is kept as it was', async () => {
+    const { client, calls } = recordingClient();
+    const none = await actuator(client, false).reconcile(extension(undefined));
+    expect(none.kind === 'done' && Object.keys(none.state as object)).not.toContain('tunnels');
+    const recorded = { gatewayNamespaces: [DEFAULT_GW.namespace], hopNamespaces: [DEFAULT_GW.namespace, ZONAL_GW.namespace], tunnels: { generation: 3, admitted: { rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['198.51.100.0/24'], mode: 'enforce' }, alwaysAllowed: [] } } };
+    const kept = await actuator(client, false).reconcile(extension(recorded));
+    const state = kept.kind === 'done' ? (kept.state as typeof recorded) : undefined;
+    // The rule (203.0.113.0/24) no longer admits 198.51.100.0/24, but nothing is written without a Gateway: the generation waits.
+    expect(state?.tunnels).toEqual(recorded.tunnels);
+    expect(state?.hopNamespaces).toEqual(recorded.hopNamespaces);
+    expect(calls.filter((c) => c.startsWith('apply'))).toEqual([]);
+  });
+
+  it('delete takes the SNI filter and the hops from every namespace either was written to', async () => {
+    const { client, calls } = recordingClient();
+    const recorded = { gatewayNamespaces: [DEFAULT_GW.namespace], hopNamespaces: [DEFAULT_GW.namespace, ZONAL_GW.namespace] };
+    await actuator(client, true).delete(extension(recorded));
+    const deleted = calls.filter((c) => c.startsWith('delete EnvoyFilter')).sort();
+    expect(deleted).toEqual(
+      [DEFAULT_GW, ZONAL_GW].flatMap((g) => [`delete EnvoyFilter ${g.namespace}/${shootFilterName(technicalID(A))}`, `delete EnvoyFilter ${g.namespace}/${tunnelHopFilterName(technicalID(A))}`]).sort(),
+    );
+  });
+});
