@@ -252,11 +252,11 @@ function shootObjects(era: GardenerEraFixture, shoot: FixtureShoot): JsonObject[
 }
 
 /** Gardener's objects of the whole seed in this era (what gardenlet and Gardener's charts create). */
-export function gardenerSeedObjects(era: GardenerEraFixture): JsonObject[] {
+export function gardenerSeedObjects(era: GardenerEraFixture, shoots: readonly FixtureShoot[] = FIXTURE_SHOOTS): JsonObject[] {
   const fallback = ingressGateway('default');
   return [
     ...INGRESS_GATEWAYS.flatMap((gateway) => gatewayObjects(era, gateway)),
     ...(era.nginxWildcard ? instantiateObjects('seed/nginx-ingress.yaml', { ingressDomain: INGRESS_DOMAIN, defaultGatewayLabels: gatewayLabels(era, fallback) }) : []),
-    ...FIXTURE_SHOOTS.flatMap((shoot) => shootObjects(era, shoot)),
+    ...shoots.flatMap((shoot) => shootObjects(era, shoot)),
   ];
 }

@@ -1,0 +1,47 @@
+// What `tunnelRevocation: hop` costs Istio: the time its own config generation (tools/istio-render,
+// pilot's ConfigGenTest) takes to build the default gateway of a Gardener 1.145 seed of N ACL
+// shoots, without and with the hop objects, side by side in one run. With hops every cluster is
+// matched against every CLUSTER patch (about 6 per ACL shoot), so the cost grows with N squared;
+// this prints how much. Each render is a fresh process: the time includes reading the objects.
+//
+// usage: npx tsx bench/istio-tunnel-hop.ts [sizes=100,300,1000]
+import { performance } from 'node:perf_hooks';
+import { ERAS } from '../test/istio/eras.js';
+import { generateForSeed, istioInputObjects, withOperatorSettings } from '../test/istio/istio-rendered-seed.js';
+import { renderGatewayWithIstio } from '../test/istio/istio-render.js';
+import { gardenerSeedObjects, gatewayLabels, ingressGateway, type FixtureShoot } from '../test/istio/seed-fixture.js';
+
+const SIZES = (process.argv[2] ?? '100,300,1000').split(',').map(Number);
+const era = ERAS['v1.145'];
+const gateway = ingressGateway('default');
+
+function shoots(count: number): FixtureShoot[] {
+  return Array.from({ length: count }, (_u, i) => ({
+    id: `shoot--b${i % 50}--s${i}`,
+    project: `b${i % 50}`,
+    name: `s${i}`,
+    gateway: 'default',
+    rule: { action: 'ALLOW', type: 'remote_ip', cidrs: [`203.0.${i % 256}.0/24`] },
+    tlsTermination: false,
+    ...(i % 2 === 0 ? { haVpnServers: 2 } : {}),
+    apiserverIP: `240.1.${i >> 8}.${i & 255}`,
+    egressCIDRs: [`198.18.${i >> 8}.${i & 255}/32`],
+  }));
+}
+
+async function renderSeconds(count: number, tunnelRevocation: 'none' | 'hop'): Promise<{ seconds: number; clusters: number; listeners: number }> {
+  const objects = withOperatorSettings(gardenerSeedObjects(era, shoots(count)), { combinedForm: 'ecds', tunnelRevocation });
+  const input = istioInputObjects(objects, generateForSeed(objects));
+  const start = performance.now();
+  const render = await renderGatewayWithIstio(input, { namespace: gateway.namespace, labels: gatewayLabels(era, gateway) });
+  return { seconds: (performance.now() - start) / 1000, clusters: render.clusters.length, listeners: render.listeners.length };
+}
+
+console.log('ACL shoots | Istio render of the default gateway without / with hops (s) | clusters | listeners');
+for (const count of SIZES) {
+  const without = await renderSeconds(count, 'none');
+  const withHops = await renderSeconds(count, 'hop');
+  console.log(
+    `${String(count).padStart(10)} | ${without.seconds.toFixed(2).padStart(7)} / ${withHops.seconds.toFixed(2).padStart(7)} (${(withHops.seconds / without.seconds).toFixed(2)}x) | ${without.clusters} / ${withHops.clusters} | ${without.listeners} / ${withHops.listeners}`,
+  );
+}
