@@ -78,7 +78,8 @@ export class AclActuator implements Actuator {
     // Registered before the writes below, so a change of the combined filters meanwhile wakes this shoot.
     if (protection.uncovered.length > 0) this.deps.awaitCombined(ext);
     // Without a Gateway nothing is written, so the generation is not moved either (see below).
-    const tunnels = this.deps.operator.tunnelRevocation === 'hop' && applied && !result.noGateways ? this.nextTunnels(ext, applied, protection.uncovered.length === 0) : undefined;
+    const tunnels =
+      this.deps.operator.tunnelRevocation === 'hop' && applied && !result.noGateways ? this.nextTunnels(ext, recorded.data?.tunnels, applied, protection.uncovered.length === 0) : undefined;
     const warnings = result.problems.filter((p) => p.severity === 'warning').map(formatProblem);
     // Told once per new ACL (when it is recorded), not on every resync.
     if (warnings.length > 0 && !jsonEqual(recorded.data?.applied ?? null, stateSchema.parse(state).applied ?? null)) {
@@ -132,8 +133,8 @@ export class AclActuator implements Actuator {
   }
 
   /** The shoot's tunnel generation after this reconcile (tunnelRevocation hop); a raise is logged. */
-  private nextTunnels(ext: Extension, applied: AppliedAcl, stored: boolean): TunnelState {
-    const previous = tunnelStateFromRecord(stateSchema.safeParse(ext.status?.['state'] ?? {}).data?.tunnels);
+  private nextTunnels(ext: Extension, recordedTunnels: unknown, applied: AppliedAcl, stored: boolean): TunnelState {
+    const previous = tunnelStateFromRecord(recordedTunnels);
     const tunnels = nextTunnelState({ previous, recordedBefore: appliedFromState(ext.metadata.namespace, ext.status?.['state']), now: applied, stored });
     if (previous !== undefined && tunnels.generation !== previous.generation) {
       this.log(ext).info(

@@ -7,7 +7,8 @@
 //   with the widest ACL since the last raise, so loosen-then-tighten-back closes the tunnels opened
 //   in between.
 import { admitsFewer, type ConnectAdmission } from '../acl/admission-narrowing.js';
-import { formatCidr, parseCidr, type Cidr } from '../acl/cidr.js';
+import { formatCidr } from '../acl/cidr.js';
+import { cidrStringSchema } from '../acl/cidr-schema.js';
 import { tunnelsSchema, type AppliedAcl, type RecordedTunnelState } from './applied-state.js';
 
 export interface TunnelState {
@@ -16,14 +17,8 @@ export interface TunnelState {
   readonly admitted: ConnectAdmission;
 }
 
-function parse(text: string): Cidr {
-  const parsed = parseCidr(text);
-  if (!parsed.ok) throw new Error(`internal: ${text} is not a CIDR`);
-  return parsed.cidr;
-}
-
 /** Stands for "anyone may have been admitted": audit admits everyone. */
-const EVERYONE: ConnectAdmission = { rule: { action: 'ALLOW', type: 'remote_ip', cidrs: [parse('0.0.0.0/0'), parse('::/0')], mode: 'audit' }, alwaysAllowed: [] };
+const EVERYONE: ConnectAdmission = { rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['0.0.0.0/0', '::/0'].map((c) => cidrStringSchema.parse(c)), mode: 'audit' }, alwaysAllowed: [] };
 
 function admissionOf(acl: ConnectAdmission): ConnectAdmission {
   return { rule: acl.rule, alwaysAllowed: acl.alwaysAllowed };
