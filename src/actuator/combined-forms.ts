@@ -318,6 +318,15 @@ export function isShardName(name: string): boolean {
 }
 
 /**
+ * Whether writing or deleting a combined object changes a CONNECT listener (Envoy then drains
+ * every tunnel on it): every object of ours except an ECDS bucket, whose resource Envoy swaps in
+ * place.
+ */
+export function changesListeners(name: string): boolean {
+  return parseEcdsBucketObjectName(name) === undefined;
+}
+
+/**
  * Deletion order of stored combined objects: what names or relies on others first (rules and
  * matcher shards, ECDS listener parts), then what they name (extractions, ECDS buckets).
  */

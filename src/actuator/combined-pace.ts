@@ -1,5 +1,6 @@
-// When the seed-wide combined sync may run next. Its times come from one monotonic clock
-// (performance.now()), so a step of the wall clock neither delays nor hurries it.
+// When the seed-wide combined sync may run next, and whether it may change the CONNECT listeners.
+// Its times come from one monotonic clock (performance.now()), so a step of the wall clock neither
+// delays nor hurries it.
 
 /**
  * The longest pause the pace imposes. A sync's time includes its writes, so a slow API server
@@ -15,15 +16,24 @@ export interface CombinedPace {
 }
 
 /**
- * Milliseconds until the next combined sync may start (≤ 0: now). It honours the operator's least
- * interval between writes, and starts no sooner than twice the last sync's time after it: a sync
- * costs O(shoots), so the combined lane takes at most a third of the time however often shoots
- * change, and the shoots' own reconciles keep going; its writes (large objects) leave the API
- * server room in the same way. No pace (undefined) for a repair of a foreign delete or edit: the
- * pace spreads our own work, it must not stretch a gap in protection.
+ * Milliseconds until the next combined sync may start (≤ 0: now): no sooner than twice the last
+ * sync's time after it. A sync costs O(shoots), so the combined lane takes at most a third of the
+ * time however often shoots change, and the shoots' own reconciles keep going; its writes (large
+ * objects) leave the API server room in the same way. A repair of a foreign delete or edit is
+ * never paced (`repair`): the pace spreads our own work, it must not stretch a gap in protection.
  */
-export function combinedSyncDelay(now: number, lastWriteAt: number | undefined, minIntervalMs: number, pace: CombinedPace | undefined): number {
-  const byInterval = lastWriteAt === undefined ? -Infinity : lastWriteAt + minIntervalMs;
-  const byPace = pace === undefined ? -Infinity : pace.endedAt + Math.min(2 * pace.tookMs, MAX_COMBINED_PACE_MS);
-  return Math.max(byInterval, byPace) - now;
+export function combinedSyncDelay(now: number, pace: CombinedPace | undefined, repair: boolean): number {
+  if (repair || pace === undefined) return -Infinity;
+  return pace.endedAt + Math.min(2 * pace.tookMs, MAX_COMBINED_PACE_MS) - now;
+}
+
+/**
+ * Milliseconds until a sync may write something that changes the CONNECT listeners (≤ 0: now).
+ * Every such write makes Envoy drain every tunnel on them (docs/envoy-listener-updates.md), so the
+ * operator's least interval coalesces them; writes that change no listener (ECDS buckets) and
+ * repairs never wait for it.
+ */
+export function listenerWriteDelay(now: number, lastListenerWriteAt: number | undefined, minIntervalMs: number, repair: boolean): number {
+  if (repair || lastListenerWriteAt === undefined) return -Infinity;
+  return lastListenerWriteAt + minIntervalMs - now;
 }

@@ -22,7 +22,7 @@ import type { PolicyEntry } from '../rbac/filter-values.js';
 import { appliedFromState, type AppliedAcl } from './applied-state.js';
 import { refOf, type ClusterClient } from './cluster-client.js';
 import { storedCoverage, storedSelector, uncoveredPaths, type StoredCoverage } from './combined-coverage.js';
-import { combinedForm, copiedFor, deletionRank, type CombinedForm, isShardName, keptOnly, keptSupportRestored, keptWith, storedEntriesAnyForm } from './combined-forms.js';
+import { changesListeners, combinedForm, copiedFor, deletionRank, type CombinedForm, isShardName, keptOnly, keptSupportRestored, keptWith, storedEntriesAnyForm } from './combined-forms.js';
 import { OPERATION_ANNOTATION, Operation, isMigrated } from './extension-contract.js';
 
 export interface CombinedSyncerDeps {
@@ -51,6 +51,16 @@ export interface CombinedSyncOutcome {
   readonly unplaced: ReadonlyMap<string, string>;
   /** Nothing was decided: the cache does not show our last writes yet; sync again shortly. */
   readonly waitingForCache?: boolean;
+  /** Writes (applies and deletes) that changed a CONNECT listener (see changesListeners). */
+  readonly listenerWrites: number;
+  /** Nothing was written: the plan changes stored listeners and the least interval holds it this long (ms). */
+  readonly heldForMs?: number;
+}
+
+/** When a sync may change what is stored in the CONNECT listeners. */
+export interface ListenerGate {
+  /** ms until a write may change a stored listener object (≤ 0: now; see listenerWriteDelay). */
+  readonly listenerWriteDelayMs: number;
 }
 
 /** An Extension whose shoot is served by this seed: not deleted, migrated or awaiting restore. */
@@ -374,9 +384,9 @@ export class CombinedSyncer {
     return this.pending.length === 0;
   }
 
-  async sync(): Promise<CombinedSyncOutcome> {
+  async sync(gate: ListenerGate = { listenerWriteDelayMs: 0 }): Promise<CombinedSyncOutcome> {
     try {
-      const outcome = await this.syncOnce();
+      const outcome = await this.syncOnce(gate);
       if (!outcome.waitingForCache) this.lastFailure = undefined;
       return outcome;
     } catch (error) {
@@ -385,12 +395,12 @@ export class CombinedSyncer {
     }
   }
 
-  private async syncOnce(): Promise<CombinedSyncOutcome> {
+  private async syncOnce(gate: ListenerGate): Promise<CombinedSyncOutcome> {
     const { deps } = this;
     if (!deps.cachesSynced()) {
       throw new Error('combined CONNECT filters: the Extension, gateway Deployment and EnvoyFilter caches have not listed yet; nothing is written or deleted until they have');
     }
-    if (!this.cacheCaughtUp(deps.existing())) return { applied: 0, deleted: 0, unplaced: this.reportedUnplaced, waitingForCache: true };
+    if (!this.cacheCaughtUp(deps.existing())) return { applied: 0, deleted: 0, listenerWrites: 0, unplaced: this.reportedUnplaced, waitingForCache: true };
     const stored = deps.existing();
     const storedByKey = new Map(stored.map((f) => [key(f), f]));
     const fromDeployments = deps.gateways();
@@ -400,24 +410,35 @@ export class CombinedSyncer {
     this.logUnplaced(plan.unplaced);
     if (plan.held !== undefined && plan.held !== this.reportedHeld) deps.logger.warn(plan.held);
     this.reportedHeld = plan.held;
+    const writes = [...plan.grow, ...plan.settle];
+    // Held only when all it does is change stored listeners: a missing object is a gap, written at once.
+    const updatesListeners = writes.some((w) => changesListeners(w.metadata.name) && storedByKey.has(key(w))) || plan.deletions.some((d) => changesListeners(d.metadata.name));
+    const createsMissing = writes.some((w) => !storedByKey.has(key(w)));
+    if (updatesListeners && !createsMissing && gate.listenerWriteDelayMs > 0) {
+      return { applied: 0, deleted: 0, listenerWrites: 0, unplaced: plan.unplaced, heldForMs: gate.listenerWriteDelayMs };
+    }
     let applied = 0;
     let deleted = 0;
+    let listenerWrites = 0;
     for (const filter of plan.grow) {
       await this.write(filter, storedByKey.get(key(filter)));
       applied++;
+      if (changesListeners(filter.metadata.name)) listenerWrites++;
     }
     for (const filter of plan.settle) {
       const { resourceVersion } = await deps.client.apply(filter);
       this.pending.push({ key: key(filter), resourceVersion, deleted: false, at: this.now() });
       applied++;
+      if (changesListeners(filter.metadata.name)) listenerWrites++;
     }
     for (const stale of plan.deletions) {
       await deps.client.delete(refOf(stale));
       this.pending.push({ key: key(stale), resourceVersion: undefined, deleted: true, at: this.now() });
       deleted++;
+      if (changesListeners(stale.metadata.name)) listenerWrites++;
     }
-    if (applied + deleted > 0) deps.logger.info({ applied, deleted, unplaced: plan.unplaced.size }, 'combined CONNECT filters updated');
-    return { applied, deleted, unplaced: plan.unplaced };
+    if (applied + deleted > 0) deps.logger.info({ applied, deleted, listenerWrites, unplaced: plan.unplaced.size }, 'combined CONNECT filters updated');
+    return { applied, deleted, listenerWrites, unplaced: plan.unplaced };
   }
 
   /**

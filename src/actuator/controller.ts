@@ -36,7 +36,7 @@ import { WorkQueue } from '../kube/work-queue.js';
 import { MANAGED_BY, MANAGED_BY_LABEL, ROLE_LABEL } from '../rbac/envoy-filter-types.js';
 import type { ClusterClient } from './cluster-client.js';
 import { CombinedSyncer } from './combined-syncer.js';
-import { combinedSyncDelay, type CombinedPace } from './combined-pace.js';
+import { combinedSyncDelay, listenerWriteDelay, type CombinedPace } from './combined-pace.js';
 import { AclActuator } from './acl-actuator.js';
 import { ExtensionReconciler } from './extension-reconciler.js';
 import { hasShootClass, shootNeedsForceDeletion, skipReason } from './handled-extensions.js';
@@ -67,9 +67,11 @@ export interface ControllerOptions {
   /** Every Extension is reconciled again this often (no writes when nothing changed). */
   readonly resyncPeriodMs?: number;
   /**
-   * Least time between two writes of the combined filters: every write replaces the HTTP filter
-   * chain of the CONNECT listeners, which makes Envoy drain their connections
-   * (docs/envoy-listener-updates.md), so changes of many shoots are coalesced into one write.
+   * Least time between two writes that change a stored CONNECT listener: each makes Envoy drain
+   * every tunnel on it (docs/envoy-listener-updates.md), so changes of many shoots are coalesced
+   * into one write. Every write of the rules and matcher forms is one; of the ecds form only the
+   * listener parts (protected headers, ports or bucket count changed). Repairs and objects that
+   * are missing never wait for it.
    */
   readonly combinedMinIntervalMs?: number;
   /** A watch silent this long is re-opened (default 90 s; tests shorten it to exercise half-open watches). */
@@ -113,8 +115,8 @@ export class AclController {
   private inFlight = 0;
   private resyncTimer: NodeJS.Timeout | undefined;
   private stopping = false;
-  /** When the combined filters were last written (performance.now()); undefined before the first write. */
-  private lastCombinedWrite: number | undefined;
+  /** When a combined write last changed a CONNECT listener (performance.now()); undefined before the first. */
+  private lastListenerWrite: number | undefined;
   /** The last combined sync's end and duration (see combinedSyncDelay). */
   private combinedPace: CombinedPace | undefined;
   /**
@@ -352,11 +354,13 @@ export class AclController {
     this.combinedQueue.add(COMBINED_KEY);
   }
 
-  private async syncCombined(): Promise<void> {
-    const result = await this.combined.sync();
-    if (result.applied + result.deleted > 0) this.lastCombinedWrite = performance.now();
+  private async syncCombined(repair: boolean): Promise<void> {
+    const listenerWriteDelayMs = listenerWriteDelay(performance.now(), this.lastListenerWrite, this.options.combinedMinIntervalMs ?? 0, repair);
+    const result = await this.combined.sync({ listenerWriteDelayMs });
+    if (result.listenerWrites > 0) this.lastListenerWrite = performance.now();
     // Our last writes are not in the cache yet: decide again once they are (a few ms, usually).
     if (result.waitingForCache) this.combinedQueue.addAfter(COMBINED_KEY, 100);
+    if (result.heldForMs !== undefined) this.combinedQueue.addAfter(COMBINED_KEY, result.heldForMs);
   }
 
   /**
@@ -404,14 +408,15 @@ export class AclController {
   private async process(key: string): Promise<'done' | 'retry' | 'parked'> {
     if (key === COMBINED_KEY) {
       const start = performance.now();
-      const wait = combinedSyncDelay(start, this.lastCombinedWrite, this.options.combinedMinIntervalMs ?? 0, this.combinedRepairDue ? undefined : this.combinedPace);
+      const repair = this.combinedRepairDue;
+      const wait = combinedSyncDelay(start, this.combinedPace, repair);
       if (wait > 0) {
         this.combinedQueue.addAfter(COMBINED_KEY, wait);
         return 'parked';
       }
       this.combinedRepairDue = false;
       try {
-        await this.syncCombined();
+        await this.syncCombined(repair);
       } finally {
         // A failed sync is paced too: with the webhook down, every write fails after the same O(shoots) work.
         const end = performance.now();

@@ -4,6 +4,7 @@ import { pino, type Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { z } from 'zod';
 import { AclController } from '../actuator/controller.js';
+import { CONTROLLER_DEFAULTS } from '../actuator/controller-defaults.js';
 import { ExtensionHeartbeat } from '../actuator/heartbeat.js';
 import { KubeClusterClient } from '../actuator/kube-cluster-client.js';
 import { LeaseFence } from '../kube/lease-fence.js';
@@ -44,9 +45,11 @@ Runs the extension controller for Extensions of type acl on a seed.
                                     (default 60s)
   --cache-unhealthy-after DURATION  /healthz fails (the kubelet restarts the container) when a
                                     cache has had no open watch this long (default 5m)
-  --workers N                       concurrent reconciles (default 5)
-  --resync-period DURATION          full resync (default 10m)
-  --combined-min-interval DURATION  least time between writes of the combined filters (default 60s)
+  --workers N                       concurrent reconciles (default ${CONTROLLER_DEFAULTS.workers})
+  --resync-period DURATION          full resync (default ${CONTROLLER_DEFAULTS.resyncPeriod})
+  --combined-min-interval DURATION  least time between two writes that change a CONNECT listener
+                                    (rules and matcher forms: every write; ecds: its listener
+                                    parts only); repairs never wait (default ${CONTROLLER_DEFAULTS.combinedMinInterval})
   --graceful-shutdown-timeout DURATION  on SIGTERM, wait this long for reconciles in flight before
                                     the lease is released (default 30s)
   --log-level LEVEL                 trace|debug|info|warn|error (default info)
@@ -107,9 +110,9 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
     'probe-port': { type: 'string', default: '8080' },
     'cache-unready-after': { type: 'string', default: `${LAGGING_CACHE_MS / 1000}s` },
     'cache-unhealthy-after': { type: 'string', default: `${STUCK_CACHE_MS / 60_000}m` },
-    workers: { type: 'string', default: '5' },
-    'resync-period': { type: 'string', default: '10m' },
-    'combined-min-interval': { type: 'string', default: '60s' },
+    workers: { type: 'string', default: String(CONTROLLER_DEFAULTS.workers) },
+    'resync-period': { type: 'string', default: CONTROLLER_DEFAULTS.resyncPeriod },
+    'combined-min-interval': { type: 'string', default: CONTROLLER_DEFAULTS.combinedMinInterval },
     'graceful-shutdown-timeout': { type: 'string', default: '30s' },
     'log-level': { type: 'string', default: 'info' },
     'webhook-certificates-namespace': { type: 'string' },

@@ -16,6 +16,7 @@ import {
   extractedHeaders,
   extractedValue,
   extractionFilters,
+  failClosedRules,
   lookupRbacFilter,
   matcherEntryBytes,
   matcherFormObject,
@@ -57,17 +58,37 @@ export function ecdsBucketObjectName(bucket: number): string {
   return `${CONNECT_FILTER_PREFIX}ecds-b${pad(bucket)}`;
 }
 
+/** Policy of a missing bucket's default config (see discovered). */
+export const BUCKET_MISSING_POLICY = 'gardener-acl-bucket-missing';
+
 /**
- * Envoy waits for every discovered config before the listener serves (no timeout, no default):
- * a missing resource keeps the listener from warming, it never runs without the RBAC filter.
+ * How long a gateway Envoy waits for a bucket before its listener serves without it. Istio sends
+ * the resources right after the listeners, and the controller writes a deleted bucket again within
+ * seconds, so a new gateway pod normally becomes ready with every bucket; only a bucket missing for
+ * longer (the controller down) keeps it waiting this long.
  */
-function discovered(name: string): DiscoveredFilter {
-  return { name, config_discovery: { config_source: { ads: {}, initial_fetch_timeout: '0s' }, type_urls: [HTTP_RBAC_TYPE] } };
+export const ECDS_FETCH_TIMEOUT = '30s';
+
+/**
+ * A bucket's filter, configured through ECDS. Until its resource arrives (and were it ever
+ * removed) the default config decides: it refuses every request that names a shoot or that the
+ * extraction did not read, so a missing bucket never admits a client some ACL refuses, and never
+ * keeps a new gateway pod from becoming ready for longer than ECDS_FETCH_TIMEOUT.
+ */
+function discovered(name: string, headers: readonly string[]): DiscoveredFilter {
+  return {
+    name,
+    config_discovery: {
+      config_source: { ads: {}, initial_fetch_timeout: ECDS_FETCH_TIMEOUT },
+      default_config: { '@type': HTTP_RBAC_TYPE, rules: failClosedRules(BUCKET_MISSING_POLICY, headers, ECDS_TARGET_HEADER) },
+      type_urls: [HTTP_RBAC_TYPE],
+    },
+  };
 }
 
 /** The listener's fixed part on `port`: extraction, then per protected header its ID as the target and every bucket's filter. */
 export function ecdsListenerObject(gateway: GatewayWorkload, port: number, headers: readonly string[], buckets: number): GeneratedEnvoyFilter<MatcherFormPatch> {
-  const references = Array.from({ length: buckets }, (_, bucket) => discovered(ecdsResourceName(bucket)));
+  const references = Array.from({ length: buckets }, (_, bucket) => discovered(ecdsResourceName(bucket), headers));
   const turns = headers.flatMap((header) => [
     setHeadersFilter(`${FILTER_NAMES.connect}-target-${port}-${header.toLowerCase()}`, [{ key: ECDS_TARGET_HEADER, value: extractedValue(metadataKey(header)) }]),
     ...references,

@@ -16,7 +16,7 @@ import { canonicalFamily, compareCidrs, formatAddress, formatCidr, type Cidr } f
 import type { GatewayWorkload, SeedAcl, ShootPolicy } from '../acl/model.js';
 import type { PrincipalType } from '../acl/provider-config.js';
 import { MANAGED_BY, MANAGED_BY_LABEL, ROLE_LABEL, type GeneratedEnvoyFilter, type MatcherFormFilter, type MatcherFormPatch } from './envoy-filter-types.js';
-import { HTTP_RBAC_TYPE } from './envoy-rbac-types.js';
+import { HTTP_RBAC_TYPE, type Permission, type RbacRules } from './envoy-rbac-types.js';
 import { commonAdmitted, withHoisted, withoutHoisted, type Range } from './hoisted-ranges.js';
 import { FILTER_NAMES, type PolicyEntry } from './filter-values.js';
 import { indexedShards } from './sharding.js';
@@ -280,6 +280,37 @@ function lookupMatcher(guardHeaders: readonly string[], lookupHeader: string, le
   return { matcher_list: { matchers: guards }, on_no_match: admitted };
 }
 
+/** Policy of the fallback `rules` beside every lookup: it decides only if a decoder dropped `matcher`. */
+export const MATCHER_DROPPED_POLICY = 'gardener-acl-matcher-dropped';
+
+/**
+ * RBAC `rules` that refuse every request a lookup would decide on: one whose `lookupHeader` names
+ * a shoot (`=<id>`, the extraction's key), or that carries one of `guardHeaders` the extraction did
+ * not read. Envoy ignores `rules` when `matcher` is set, so beside a lookup they cost nothing and
+ * change no verdict; they decide where no lookup runs: an Istio that decodes the patch leniently
+ * and drops `matcher` (an RBAC with nothing in it would admit everything), or an ECDS bucket that
+ * is missing (its listener's default config).
+ */
+export function failClosedRules(policy: string, guardHeaders: readonly string[], lookupHeader: string): RbacRules {
+  const unextracted = guardHeaders.map((header): Permission => ({
+    and_rules: {
+      rules: [
+        { header: { name: header, string_match: { safe_regex: { regex: String.raw`\C+` } } } },
+        { not_rule: { metadata: { filter: METADATA_NAMESPACE, path: [{ key: metadataKey(header) }], value: { present_match: true } } } },
+      ],
+    },
+  }));
+  return {
+    action: 'DENY',
+    policies: {
+      [policy]: {
+        permissions: [{ header: { name: lookupHeader, string_match: { safe_regex: { regex: String.raw`=\C+` } } } }, ...unextracted],
+        principals: [{ any: true }],
+      },
+    },
+  };
+}
+
 /** One shoot's place in a matcher shard: its leaf, enforced (`matcher`) or only counted (`shadow_matcher`). */
 export type MatcherEntry = PolicyEntry<OnMatch>;
 
@@ -292,6 +323,7 @@ export function lookupRbacFilter(name: string, guardHeaders: readonly string[], 
     name,
     typed_config: {
       '@type': HTTP_RBAC_TYPE,
+      rules: failClosedRules(MATCHER_DROPPED_POLICY, guardHeaders, lookupHeader),
       matcher: lookupMatcher(guardHeaders, lookupHeader, enforced),
       ...(audited.size > 0 ? { shadow_matcher: lookupMatcher(guardHeaders, lookupHeader, audited), track_per_rule_stats: true } : {}),
     },

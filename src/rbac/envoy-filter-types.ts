@@ -1,5 +1,5 @@
 import type { Labels } from '../acl/model.js';
-import type { HttpRbacFilter, NetworkRbacFilter } from './envoy-rbac-types.js';
+import type { HttpRbacFilter, NetworkRbacFilter, RbacRules } from './envoy-rbac-types.js';
 
 export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
 export const MANAGED_BY = 'gardener-acl';
@@ -28,6 +28,7 @@ export interface DiscoveredFilter {
   readonly name: string;
   readonly config_discovery: {
     readonly config_source: { readonly ads: Record<string, never>; readonly initial_fetch_timeout: string };
+    readonly default_config: { readonly '@type': string; readonly rules: RbacRules };
     readonly type_urls: readonly string[];
   };
 }

@@ -27,8 +27,16 @@ export type Principal =
   | { readonly or_ids: { readonly ids: readonly Principal[] } }
   | { readonly not_id: Principal };
 
+/** Dynamic metadata a filter before the RBAC filter set (envoy.type.matcher.v3.MetadataMatcher). */
+export interface MetadataMatcher {
+  readonly filter: string;
+  readonly path: readonly { readonly key: string }[];
+  readonly value: { readonly present_match: true };
+}
+
 export type Permission =
   | { readonly any: true }
+  | { readonly metadata: MetadataMatcher }
   | { readonly header: HeaderMatcher }
   | { readonly requested_server_name: StringMatcher }
   | { readonly and_rules: { readonly rules: readonly Permission[] } }

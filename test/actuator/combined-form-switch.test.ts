@@ -16,7 +16,7 @@ import { planCombinedWrites } from '../../src/actuator/combined-syncer.js';
 import { keyOf, replayPlan, type Store } from '../support/write-plan-replay.js';
 import type { EnvoyFilterObject } from '../../src/gardener/objects.js';
 import { checkedHeaders, extractedHeaders, extractionObject, extractionObjectName, parseMatcherFilterName, targetHeader } from '../../src/rbac/connect-matcher.js';
-import { buildEcdsConnectObjects } from '../../src/rbac/connect-matcher-ecds.js';
+import { ECDS_FETCH_TIMEOUT, buildEcdsConnectObjects } from '../../src/rbac/connect-matcher-ecds.js';
 import { shardBudget } from '../../src/rbac/combined-connect-filters.js';
 import { DEFAULT_GATEWAY, ZONAL_GATEWAY, cidr, rule } from '../support/test-seed.js';
 
@@ -370,7 +370,7 @@ describe('the ECDS form in the write plan', () => {
     // From scratch there is no stored count to keep: the overflowing shoots are reported with the fix.
     const fresh = planCombinedWrites({ operator: tight, gateways: GATEWAYS, shoots, stored: [] });
     expect(fresh.unplaced.size).toBeGreaterThan(0);
-    for (const why of fresh.unplaced.values()) expect(why).toMatch(/ in ECDS bucket [01] of 2, which other shoots fill up to the 9383 bytes one object may hold; raise ecdsBuckets or maxObjectBytes in the OperatorConfiguration$/);
+    for (const why of fresh.unplaced.values()) expect(why).toMatch(/ in ECDS bucket [01] of 2, which other shoots fill up to the 8709 bytes one object may hold; raise ecdsBuckets or maxObjectBytes in the OperatorConfiguration$/);
   });
 
   it('a shoot that no longer fits its bucket keeps its stored entry there', () => {
@@ -619,7 +619,7 @@ describe('the ECDS form in the write plan', () => {
     const shoots = range(0, 10);
     replayChecked(store, ECDS, shoots, []);
     const partKey = `${DEFAULT_GATEWAY.namespace}/acl-connect-8443-ecds`;
-    const part = JSON.parse(JSON.stringify(store.get(partKey)).replace('"initial_fetch_timeout":"0s"', '"initial_fetch_timeout":"5s"')) as EnvoyFilterObject;
+    const part = JSON.parse(JSON.stringify(store.get(partKey)).replace(`"initial_fetch_timeout":"${ECDS_FETCH_TIMEOUT}"`, '"initial_fetch_timeout":"5s"')) as EnvoyFilterObject;
     const withEditedPart = new Map(store).set(partKey, part);
     for (const s of shoots) expect(coveredIn(withEditedPart, ECDS, s)).toBe(false);
     expect(planCombinedWrites({ operator: ECDS, gateways: GATEWAYS, shoots, stored: [...withEditedPart.values()] }).grow.map(keyOf)).toEqual([partKey]);

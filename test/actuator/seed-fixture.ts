@@ -3,6 +3,8 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
 import { AclController } from '../../src/actuator/controller.js';
+import { CONTROLLER_DEFAULTS } from '../../src/actuator/controller-defaults.js';
+import { durationMs } from '../../src/cli/duration.js';
 import { KubeClusterClient } from '../../src/actuator/kube-cluster-client.js';
 import { createObject, patchStatus, type ObjectToWrite } from '../../src/kube/objects-client.js';
 import { testLogger } from '../kube/kube-test-helpers.js';
@@ -100,17 +102,24 @@ export async function createSeed(kc: KubeConfig, gateways: readonly GatewayFixtu
 export const allowRule = (...cidrs: string[]) => ({ rule: { action: 'ALLOW', type: 'remote_ip', cidrs } });
 export const denyRule = (...cidrs: string[]) => ({ rule: { action: 'DENY', type: 'remote_ip', cidrs } });
 
-/** The controller as the tests run it: in-process, 2 workers, no periodic resync, no combined debounce; caches started, workers running. */
-export async function startTestController(kubeConfig: KubeConfig, options: { operator?: OperatorConfig; client?: KubeClusterClient; watchIdleTimeoutMs?: number } = {}): Promise<AclController> {
+/**
+ * The controller as the chart ships it (the command's defaults: workers, resync period, the least
+ * interval between listener changes), in-process with caches started and workers running. A test
+ * that needs another value says why where it passes it.
+ */
+export async function startTestController(
+  kubeConfig: KubeConfig,
+  options: { operator?: OperatorConfig; client?: KubeClusterClient; watchIdleTimeoutMs?: number; combinedMinIntervalMs?: number } = {},
+): Promise<AclController> {
   const controller = new AclController({
     kubeConfig,
     client: options.client ?? new KubeClusterClient(kubeConfig),
     operator: options.operator ?? defaultOperatorConfig(),
     logger: testLogger(),
     registry: new Registry(),
-    workers: 2,
-    resyncPeriodMs: 3_600_000,
-    combinedMinIntervalMs: 0,
+    workers: CONTROLLER_DEFAULTS.workers,
+    resyncPeriodMs: durationMs.parse(CONTROLLER_DEFAULTS.resyncPeriod),
+    combinedMinIntervalMs: options.combinedMinIntervalMs ?? durationMs.parse(CONTROLLER_DEFAULTS.combinedMinInterval),
     ...(options.watchIdleTimeoutMs ? { watchIdleTimeoutMs: options.watchIdleTimeoutMs } : {}),
   });
   await controller.startCaches();

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMITTED_BY_EVERY_SHOOT, extractionObjectName } from '../../src/rbac/connect-matcher.js';
 import { allEnvoyFilters, buildSeedEnvoyFilters } from '../../src/rbac/seed-envoy-filters.js';
 import { mentionedShoots, routablyNamedShoots, wouldRefuse } from '../oracle/acl-semantics.js';
-import { CLIENTS, OUTSIDER, SPOOFED_EXTRACTION_HEADERS, connectCases, connectExpected, connectMismatches, oracleClient, proxyHeader, type ConnectExpectation } from '../support/conformance-matrix.js';
+import { CLIENTS, OUTSIDER, SPOOFED_EXTRACTION_HEADERS, everyNamedShootRefuses, connectCases, connectExpected, connectMismatches, oracleClient, proxyHeader, type ConnectExpectation } from '../support/conformance-matrix.js';
 import { kapi, socket, vpn } from '../support/decide.js';
 import { testSeed, type TestShoot } from '../support/test-seed.js';
 import { httpConnect } from './clients.js';
@@ -129,6 +129,40 @@ describe.each(CONFORMANCE_ENVOY_VERSIONS)('matcher form on Envoy %s', (envoyVers
       } finally {
         await gateway.stop();
       }
+    });
+  });
+
+  describe('with `matcher` dropped from every RBAC filter (an Istio that decodes the patch leniently), the fallback rules refuse every request naming a shoot (fails closed)', () => {
+    const era = 'v1.139-v1.147';
+    const withoutMatcher = GENERATED.map((f) => ({
+      ...f,
+      spec: {
+        ...f.spec,
+        configPatches: f.spec.configPatches.map((p) => {
+          const value = p.patch.value as { readonly typed_config?: Record<string, unknown> };
+          if (value.typed_config?.['matcher'] === undefined) return p;
+          const { matcher: _dropped, shadow_matcher: _alsoDropped, ...rest } = value.typed_config;
+          return { ...p, patch: { ...p.patch, value: { ...value, typed_config: rest } } };
+        }),
+      },
+    }));
+    let gateway: LiveGateway;
+    const clusters = new Set(gatewayUpstreams(conformanceGatewaySpec(era)).map((u) => u.cluster));
+    beforeAll(async () => {
+      expect(JSON.stringify(withoutMatcher)).not.toContain('"matcher"');
+      gateway = await startLiveGateway({ ...conformanceGatewaySpec(era), envoyVersion, envoyFilters: withoutMatcher });
+    });
+    afterAll(async () => {
+      await gateway?.stop();
+    });
+
+    it.each(GARDENER_ERAS[era].connectPorts.map((p) => [p.logicalPort, p.header] as const))('HTTP CONNECT on %i: refused exactly when a protected header names a shoot routably, whoever the client', async (port, routeHeader) => {
+      const cases = connectCases();
+      const e = { ...expectation(era, envoyVersion, routeHeader, clusters), oracle: everyNamedShootRefuses(cases, built.seed.operator.protectedHeaders) };
+      expect(await connectMismatches(gateway, port, cases, e)).toEqual([]);
+      // Admitted with matcher, refused without: what an RBAC filter with nothing in it would have let through.
+      const fallbackRefusesMore = cases.filter(({ client, headers }) => connectExpected(client, headers, expectation(era, envoyVersion, routeHeader, clusters)) && !connectExpected(client, headers, e));
+      expect(fallbackRefusesMore.length).toBeGreaterThan(50);
     });
   });
 

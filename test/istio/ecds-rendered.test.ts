@@ -9,15 +9,15 @@
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
-import { ecdsBucketOf, ecdsResourceName } from '../../src/rbac/connect-matcher-ecds.js';
-import { HEADER_TO_METADATA_TYPE } from '../../src/rbac/connect-matcher.js';
+import { BUCKET_MISSING_POLICY, ECDS_FETCH_TIMEOUT, ECDS_TARGET_HEADER, ecdsBucketOf, ecdsResourceName } from '../../src/rbac/connect-matcher-ecds.js';
+import { HEADER_TO_METADATA_TYPE, failClosedRules } from '../../src/rbac/connect-matcher.js';
 import { matcherMapKeys } from './envoy-config-dump.js';
 import { HTTP_RBAC_TYPE } from '../../src/rbac/envoy-rbac-types.js';
 import { httpConnect, proxyV2From } from '../envoy/clients.js';
 import { EcdsFiles, ecdsReloads } from '../envoy/ecds-files.js';
 import { HeldConnection, connectRequestBytes } from '../envoy/held-connection.js';
 import { getObject, getObjectList, getString, isJsonObject, type JsonObject } from '../envoy/json.js';
-import { CLIENTS, OUTSIDER, SPOOFED_EXTRACTION_HEADERS, connectCases, connectExpected, connectMismatches } from '../support/conformance-matrix.js';
+import { CLIENTS, OUTSIDER, SPOOFED_EXTRACTION_HEADERS, connectCases, connectExpected, connectMismatches, everyNamedShootRefuses } from '../support/conformance-matrix.js';
 import { kapi } from '../support/decide.js';
 import { ERAS, ERA_NAMES } from './eras.js';
 import { fixtureOracle } from './fixture-oracle.js';
@@ -80,6 +80,12 @@ describe(`ECDS delivery of the matcher form through Istio's rendering (Gardener 
       const discovered = filters.filter((f) => isJsonObject(f['config_discovery'])).map((f) => getString(f, 'name'));
       // Every bucket once per protected header.
       expect(discovered, `port ${port}`).toEqual(HEADERS.flatMap(() => names));
+      // Istio keeps each reference's bounded wait and its default, which refuses what the bucket would decide on.
+      for (const f of filters.filter((x) => isJsonObject(x['config_discovery']))) {
+        const discovery = getObject(f, 'config_discovery') ?? {};
+        expect(getObject(discovery, 'config_source')?.['initial_fetch_timeout'], `port ${port}`).toBe(ECDS_FETCH_TIMEOUT);
+        expect(discovery['default_config'], `port ${port}`).toEqual({ '@type': HTTP_RBAC_TYPE, rules: failClosedRules(BUCKET_MISSING_POLICY, HEADERS, ECDS_TARGET_HEADER) });
+      }
       // First in the chain: the client addresses, the extraction, the address headers; then per
       // header its ID as the target and every reference.
       const mutation = /header_mutation\.v3\.HeaderMutation$/;
@@ -120,6 +126,27 @@ describe(`ECDS delivery of the matcher form through Istio's rendering (Gardener 
         (await httpConnect({ ...target, proxyHeader: proxyV2From(OUTSIDER.proxySource!), headers: [[header, kapi(CHANGED)], ...spoofed.map(([k, v]) => [k, v] as [string, string])] })).status;
       for (const spoofed of SPOOFED_EXTRACTION_HEADERS) expect(await connect([spoofed]), `${port} ${spoofed[0]}`).toBe(403);
       expect(await connect(SPOOFED_EXTRACTION_HEADERS), `${port} all`).toBe(403);
+    }
+  });
+
+  it('with `matcher` dropped from Istio’s rendered resources (a lenient decoder), the fallback rules refuse every request naming a shoot, on both ports (fails closed)', async () => {
+    const stripped = render.extensionConfigs.map((config) => {
+      const { matcher: _dropped, shadow_matcher: _alsoDropped, ...rest } = getObject(config, 'typed_config') ?? {};
+      return { ...config, typed_config: rest };
+    });
+    expect(JSON.stringify(stripped)).not.toContain('"matcher"');
+    const strippedFiles = await EcdsFiles.create();
+    await strippedFiles.write(stripped);
+    const degraded = await startIstioGateway({ ...render, listeners: strippedFiles.listeners(render.listeners) }, { listenersViaFile: true });
+    try {
+      const cases = connectCases(HA_VPN_INDEX);
+      for (const { port, header } of era.connectPorts) {
+        const expectation = { oracle: everyNamedShootRefuses(cases, HEADERS), protectedHeaders: HEADERS, routeHeader: header, routeRegex: new RegExp(era.destinationRegex), clusters: degraded.clusters, reading: 'routable' as const };
+        expect(await connectMismatches(degraded, port, cases, expectation), `port ${port}`).toEqual([]);
+      }
+    } finally {
+      await degraded.stop();
+      await strippedFiles.remove();
     }
   });
 

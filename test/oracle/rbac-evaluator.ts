@@ -16,6 +16,8 @@ export interface EvalContext {
    * matches; with that runtime switch off, the values are joined with "," first.
    */
   readonly repeatedHeaders?: 'individually' | 'joined';
+  /** Dynamic metadata set by earlier filters, keyed `<filter namespace>/<key>`. */
+  readonly metadata?: ReadonlyMap<string, string>;
 }
 
 function inRange(range: CidrRange, a: Address): boolean {
@@ -66,6 +68,7 @@ export function evalPermission(p: Permission, ctx: EvalContext): boolean {
   if ('requested_server_name' in p) return matchString(p.requested_server_name, ctx.sni ?? '');
   if ('and_rules' in p) return p.and_rules.rules.every((r) => evalPermission(r, ctx));
   if ('or_rules' in p) return p.or_rules.rules.some((r) => evalPermission(r, ctx));
+  if ('metadata' in p) return p.metadata.path.length === 1 && ctx.metadata?.has(`${p.metadata.filter}/${p.metadata.path[0]?.key}`) === true;
   return !evalPermission(p.not_rule, ctx);
 }
 

@@ -6,7 +6,7 @@
 
 import { encodeProxyV2Header, httpConnect, type ConnectResult } from '../envoy/clients.js';
 import type { BoundAddress } from '../envoy/envoy-process.js';
-import { admits, connectAdmitted, type OracleClient, type OracleShoot, type TargetReading } from '../oracle/acl-semantics.js';
+import { admits, connectAdmitted, routedTarget, type OracleClient, type OracleShoot, type TargetReading } from '../oracle/acl-semantics.js';
 import { addr } from '../oracle/addresses.js';
 import { kapi, socket, vpn, type Headers } from './decide.js';
 
@@ -216,4 +216,23 @@ export async function connectMismatches(
     }),
   );
   return results.filter((m): m is string => m !== undefined);
+}
+
+/**
+ * What the matcher forms' fallback `rules` decide once `matcher` is gone (a lenient decoder, a
+ * missing ECDS bucket's default): every shoot a protected header names routably, with or without
+ * an ACL, refuses every client; a request naming none passes. An oracle of every such shoot.
+ */
+export function everyNamedShootRefuses(cases: readonly { readonly headers: Headers }[], protectedHeaders: readonly string[]): OracleShoot[] {
+  const ids = new Set<string>();
+  for (const { headers } of cases) {
+    for (const name of protectedHeaders) {
+      const values = headers.filter(([n]) => n.toLowerCase() === name.toLowerCase()).map(([, v]) => v.trim());
+      const id = values.length > 0 ? routedTarget(values.join(',')) : undefined;
+      if (id !== undefined) ids.add(id);
+    }
+  }
+  // An ALLOW rule of one reserved address admits none of the matrix's clients.
+  const nobody = { action: 'ALLOW', type: 'remote_ip', cidrs: [{ family: 4, address: 0xf0000001n, prefixLen: 32 }], mode: 'enforce' } as const;
+  return [...ids].sort().map((technicalID) => ({ technicalID, rule: nobody, alwaysAllowed: [] }));
 }
