@@ -1,7 +1,11 @@
 // HTTP CONNECT setup latency through a real Envoy 1.40 with the ACL filters of N shoots placed on
-// the gateway: gardener-acl's combined filters in both forms (`ours`: the rules form, sharded DENY
-// policies; `matcher`: the per-header lookup) next to the Go reference extension's shape (one
-// ALLOW filter per shoot per port) for the same seed model. Prints measurements and never asserts
+// the gateway: gardener-acl's combined filters in every form (`ecds`, the default: the per-header
+// lookup in ECDS buckets; `ours`: the rules form, sharded DENY policies; `matcher`: the lookup in
+// listener patches), each with the chart's other defaults, next to the Go reference extension's
+// shape (one ALLOW filter per shoot per port) for the same seed model. The ECDS resources reach
+// Envoy as watched files (istiod sends them over ADS): each file subscription takes one of the
+// user's inotify instances (fs.inotify.max_user_instances, 128 by default), which the default 48
+// buckets leave room for. Prints measurements and never asserts
 // timings; it only refuses to report numbers for requests that did not succeed.
 //
 // usage: npx tsx bench/envoy-connect.ts [sizes=0,100,1000,5000] [requests=300] [warmup=30] [shapes=ours,matcher,ecds,reference]
@@ -29,14 +33,6 @@ import { referenceExtensionFilters } from '../test/envoy/reference-extension-sha
 
 const SIZES = (process.argv[2] ?? '0,100,1000,5000').split(',').map(Number);
 const SHAPES = (process.argv[5] ?? 'ours,matcher,ecds,reference').split(',') as Shape[];
-/**
- * The ECDS delivery's fixed bucket count and object size, as an operator would set them for a seed
- * of up to 5,000 such shoots. Kept to 32 buckets here because the bench hands each resource over
- * as a watched file, and every file subscription takes one of the user's 128 inotify instances
- * (Envoy aborts when none is left); istiod serves them over ADS instead.
- */
-const ECDS_BUCKETS = 32;
-const ECDS_MAX_OBJECT_BYTES = 1024 * 1024;
 const REQUESTS = Number(process.argv[3] ?? 1000);
 const WARMUP = Number(process.argv[4] ?? 50);
 const CIDRS_PER_SHOOT = 10;
@@ -98,7 +94,8 @@ interface ShapeConfig {
 
 function filtersOf(shape: Shape, shoots: readonly TestShoot[]): ShapeConfig {
   const { seed } = testSeed(shoots, {
-    operator: { combinedForm: shape === 'ours' || shape === 'reference' ? 'rules' : shape, ...(shape === 'ecds' ? { maxObjectBytes: ECDS_MAX_OBJECT_BYTES, ecdsBuckets: ECDS_BUCKETS } : {}) },
+    // Each form with the chart's other defaults (ecds: its 48 buckets of 512 KiB).
+    operator: { combinedForm: shape === 'ours' || shape === 'reference' ? 'rules' : shape },
   });
   if (shape === 'reference') return { envoyFilters: referenceExtensionFilters(seed), ecdsResources: [] };
   const filters = buildSeedEnvoyFilters(seed);

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import type { Cidr } from './cidr.js';
 import { cidrStringSchema } from './cidr-schema.js';
-import { combinedConnectPolicy, combinedPolicyBytes, shardBudget } from '../rbac/combined-connect-filters.js';
-import { RESERVED_HEADER_PREFIX, matcherEntryBytes, matcherScaffoldingBytes, shootAclLeaf } from '../rbac/connect-matcher.js';
-import { ecdsScaffoldingBytes } from '../rbac/connect-matcher-ecds.js';
+import { GATEWAY_ROOM_BYTES, combinedConnectPolicy, combinedPolicyBytes, shardBudget } from '../rbac/combined-connect-filters.js';
+import { RESERVED_HEADER_PREFIX, SCAFFOLD_GATEWAY, matcherEntryBytes, matcherScaffoldingBytes, shootAclLeaf } from '../rbac/connect-matcher.js';
+import { ecdsListenerObject, ecdsScaffoldingBytes } from '../rbac/connect-matcher-ecds.js';
 import { fieldErrorsFromZod, REPORT_INPUT, type FieldError } from './field-errors.js';
 
 const port = z.number().int().min(1).max(65535);
@@ -44,7 +44,7 @@ export function isMatcherForm(form: CombinedFormName | undefined): boolean {
 /** What a tightened ACL does to established tunnels (see README "Revocation"). */
 export const TUNNEL_REVOCATIONS = ['none', 'hop'] as const;
 
-export const DEFAULT_ECDS_BUCKETS = 32;
+export const DEFAULT_ECDS_BUCKETS = 48;
 export const MAX_ECDS_BUCKETS = 256;
 
 /** `count` distinct IPv4 hosts of the longest textual form (each also gets its IPv4-mapped twin in a policy). */
@@ -111,6 +111,21 @@ function maximalShootProblem(config: SizeInputs & { readonly maxCIDRs: number })
   );
 }
 
+/**
+ * Why the ECDS listener parts would not fit one object; undefined when they do. They name every
+ * bucket once per protected header, with its default config, whatever the shoots: fixed
+ * scaffolding, not sized by maxObjectBytes, but never above what an object may take at all.
+ */
+function ecdsListenerPartProblem(config: Pick<OperatorConfig, 'combinedForm' | 'protectedHeaders' | 'ecdsBuckets'>): string | undefined {
+  if (config.combinedForm !== 'ecds') return undefined;
+  const bytes = JSON.stringify(ecdsListenerObject(SCAFFOLD_GATEWAY, 65535, config.protectedHeaders, config.ecdsBuckets)).length + GATEWAY_ROOM_BYTES;
+  if (bytes <= MAX_OBJECT_BYTES) return undefined;
+  return (
+    `ecdsBuckets ${config.ecdsBuckets} with ${config.protectedHeaders.length} protectedHeaders needs ECDS listener parts of about ${bytes} bytes (each names every bucket once per header), ` +
+    `more than the ${MAX_OBJECT_BYTES} bytes one object may take; lower ecdsBuckets (and raise maxObjectBytes to keep the capacity) or list fewer protectedHeaders`
+  );
+}
+
 /** Per-seed settings an operator chooses when installing the extension. */
 export const operatorConfigSchema = z
   .strictObject({
@@ -132,13 +147,13 @@ export const operatorConfigSchema = z
     /** Listener port of the legacy PROXY-protocol apiserver-proxy path (Gardener < 1.123). */
     legacyProxyPort: port.default(8443),
     /** Largest serialized size (bytes) of one generated EnvoyFilter; combined filters are sharded below it. */
-    maxObjectBytes: z.number().int().min(16 * 1024).max(MAX_OBJECT_BYTES).default(384 * 1024),
+    maxObjectBytes: z.number().int().min(16 * 1024).max(MAX_OBJECT_BYTES).default(512 * 1024),
     /**
      * How the combined CONNECT filters hold the ACLs: `rules` (a DENY policy per shoot, every request
      * checks every mention) or `matcher` (a lookup of the routed shoot per protected header; cost
      * independent of the number of shoots; needs Istio and Envoy with the matching API, see README).
      */
-    combinedForm: z.enum(COMBINED_FORMS, { error: 'must be rules, matcher or ecds' }).default('rules'),
+    combinedForm: z.enum(COMBINED_FORMS, { error: 'must be rules, matcher or ecds' }).default('ecds'),
     /**
      * Fixed number of ECDS buckets (combinedForm ecds). Every CONNECT listener names every bucket's
      * filters, so the count is part of the listener: changing it drains the CONNECT listeners once.
@@ -168,6 +183,8 @@ export const operatorConfigSchema = z
   .superRefine((c, ctx) => {
     const problem = maximalShootProblem(c);
     if (problem) ctx.addIssue({ code: 'custom', path: ['maxCIDRs'], message: problem, input: c.maxCIDRs });
+    const listenerPart = ecdsListenerPartProblem(c);
+    if (listenerPart) ctx.addIssue({ code: 'custom', path: ['ecdsBuckets'], message: listenerPart, input: c.ecdsBuckets });
   });
 
 export type OperatorConfig = z.output<typeof operatorConfigSchema> & { readonly additionalAllowedCIDRs: readonly Cidr[] };

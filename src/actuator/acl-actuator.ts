@@ -17,6 +17,7 @@ import { buildShootEnvoyFilters, shootFilterName, tunnelHopFilterName } from '..
 import { ReportedProblem, type Actuator, type ActuatorResult } from './actuator.js';
 import { appliedFromState, stateFor, stateSchema, type AppliedAcl } from './applied-state.js';
 import type { ClusterClient, ObjectRef } from './cluster-client.js';
+import type { CombinedProtection } from './combined-syncer.js';
 import { MANAGED_RESOURCE_NAME, checkStoredManagedResource, managedResourceObjects } from './managed-resource.js';
 import { retireReferenceManagedResource } from './reference-extension.js';
 import { nextTunnelState, recordedTunnelState, tunnelStateFromRecord, type TunnelState } from './tunnel-generation.js';
@@ -32,11 +33,11 @@ export interface AclActuatorDeps {
   /** Ask for a combined rebuild soon (coalesced). */
   readonly combinedChanged: () => void;
   /** Where the stored combined filters do not protect `shoot` as recorded, and why, if known. */
-  readonly combinedProtection: (shoot: AppliedAcl) => { readonly uncovered: readonly string[]; readonly problem: string | undefined };
+  readonly combinedProtection: (shoot: AppliedAcl) => CombinedProtection;
   /** Reconcile `ext` again when the stored combined filters change. */
   readonly awaitCombined: (ext: Extension) => void;
   /** A Warning Event on the Extension: admitted, but the owner should know. */
-  readonly warn: (ext: Extension, reason: string, message: string) => Promise<void>;
+  readonly warn: (ext: Extension, reason: string, message: string, once?: boolean) => Promise<void>;
 }
 
 /** Names Gardener gave its per-shoot EnvoyFilter for the legacy apiserver-proxy port over the releases. */
@@ -74,7 +75,7 @@ export class AclActuator implements Actuator {
     const recorded = stateSchema.safeParse(ext.status?.['state'] ?? {});
     let state: ReturnType<typeof stateFor> & { tunnels?: unknown; hopNamespaces?: string[] } = stateFor(acl);
     const applied = appliedFromState(ext.metadata.namespace, state);
-    const protection = applied ? this.deps.combinedProtection(applied) : { uncovered: [], problem: undefined };
+    const protection: CombinedProtection = applied ? this.deps.combinedProtection(applied) : { uncovered: [], problem: undefined };
     // Registered before the writes below, so a change of the combined filters meanwhile wakes this shoot.
     if (protection.uncovered.length > 0) this.deps.awaitCombined(ext);
     // Without a Gateway nothing is written, so the generation is not moved either (see below).
@@ -112,6 +113,12 @@ export class AclActuator implements Actuator {
         this.deps.awaitCombined(ext);
         this.deps.combinedChanged();
         const paths = boundedLines(uncovered, 4).join(', ');
+        // Told once, when it first shows on the Extension: it lasts until the operator acts.
+        const reported = (ext.status?.['lastError'] as { description?: unknown } | undefined)?.description;
+        if (protection.unplaced !== undefined && (typeof reported !== 'string' || !reported.includes(protection.unplaced))) {
+          log.error({ paths: uncovered.length }, `the shoot fits no part of the combined CONNECT filters: ${protection.unplaced}`);
+          await this.deps.warn(ext, 'ACLNotEnforced', `the ACL is not enforced on the CONNECT paths (${paths}): ${protection.unplaced}; the seed's operator can fix it`, true);
+        }
         return {
           kind: 'pending',
           reason: `ACL recorded; waiting for the combined CONNECT filters on ${paths}`,

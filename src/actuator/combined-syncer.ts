@@ -11,6 +11,7 @@
 //   hold stored combined filters; nothing runs before the caches have listed.
 // - a shoot too large for a shard keeps whatever policy of it is stored.
 import type { Logger } from 'pino';
+import { Gauge, type Registry } from 'prom-client';
 import type { GatewayWorkload, Labels } from '../acl/model.js';
 import type { OperatorConfig } from '../acl/operator-config.js';
 import type { EnvoyFilterObject, Extension } from '../gardener/objects.js';
@@ -40,6 +41,8 @@ export interface CombinedSyncerDeps {
   readonly logger: Logger;
   /** Longest wait for the cache to show our own writes before deciding without it (default 10 s). */
   readonly cacheLagLimitMs?: number;
+  /** Where the gauge of shoots that fit no shard or bucket is registered. */
+  readonly registry?: Registry;
   readonly now?: () => number;
 }
 
@@ -93,6 +96,14 @@ export function combinedGateways(fromDeployments: readonly GatewayWorkload[], st
     gateways.set(namespace, { namespace, selector });
   }
   return [...gateways.values()].sort((a, b) => a.namespace.localeCompare(b.namespace));
+}
+
+/** Where the stored combined filters do not protect a shoot as recorded, and why, if known. */
+export interface CombinedProtection {
+  readonly uncovered: readonly string[];
+  readonly problem: string | undefined;
+  /** Why the shoot fits no shard or bucket (a lasting condition only the operator can fix). */
+  readonly unplaced?: string;
 }
 
 /** A combined filter to write; policies may be copied verbatim from a stored object. */
@@ -303,9 +314,18 @@ export class CombinedSyncer {
   /** The last reading of the stored filters (see storedReading). */
   private lastReading: StoredReading | undefined;
   private readonly form: CombinedForm;
+  private readonly unplacedGauge: Gauge | undefined;
 
   constructor(private readonly deps: CombinedSyncerDeps) {
     this.form = combinedForm(deps.operator);
+    this.unplacedGauge =
+      deps.registry &&
+      new Gauge({
+        name: 'gardener_acl_combined_unplaced_shoots',
+        help: 'ACL shoots that fit no shard or bucket of the combined CONNECT filters (1 per shoot): unprotected on the CONNECT paths unless an earlier policy of theirs is stored. Raise ecdsBuckets or maxObjectBytes.',
+        labelNames: ['shoot'],
+        registers: [deps.registry],
+      });
   }
 
   /**
@@ -327,10 +347,11 @@ export class CombinedSyncer {
    * port: the `<namespace>:<port>` paths where they do not, and why the syncer cannot fix that
    * (the shoot does not fit a shard, or the last write failed), if it knows.
    */
-  protection(shoot: AppliedAcl): { readonly uncovered: readonly string[]; readonly problem: string | undefined } {
+  protection(shoot: AppliedAcl): CombinedProtection {
     const { coverage, namespaces } = this.storedReading();
     const uncovered = uncoveredPaths(coverage, shoot.technicalID, this.form.entry(shoot), namespaces, this.deps.operator.protectedPorts);
-    return { uncovered, problem: this.reportedUnplaced.get(shoot.technicalID) ?? this.lastFailure };
+    const unplaced = this.reportedUnplaced.get(shoot.technicalID);
+    return { uncovered, problem: unplaced ?? this.lastFailure, ...(unplaced !== undefined ? { unplaced } : {}) };
   }
 
   /** The shoots among `shoots` that the stored combined filters do not protect as recorded. */
@@ -466,6 +487,8 @@ export class CombinedSyncer {
     for (const [shoot, message] of unplaced) {
       if (this.reportedUnplaced.get(shoot) !== message) this.deps.logger.error({ shoot }, `${message}; the shoot is left out of the combined CONNECT filters and keeps its stored policy`);
     }
+    for (const shoot of this.reportedUnplaced.keys()) if (!unplaced.has(shoot)) this.unplacedGauge?.remove({ shoot });
+    for (const shoot of unplaced.keys()) this.unplacedGauge?.set({ shoot }, 1);
     this.reportedUnplaced = new Map(unplaced);
   }
 }

@@ -205,7 +205,7 @@ export class AclController {
       combinedChanged: () => this.combinedQueue.add(COMBINED_KEY),
       combinedProtection: (shoot) => this.combined.protection(shoot),
       awaitCombined: (ext) => this.awaitingCombined.add(`${EXT_PREFIX}${ext.metadata.namespace}/${ext.metadata.name}`),
-      warn: (ext, reason, message) => recordWarningEvent(options.client, ext, reason, message, now()),
+      warn: (ext, reason, message, once) => recordWarningEvent(options.client, ext, reason, message, now(), once),
     });
     this.reconciler = new ExtensionReconciler({
       client: options.client,
@@ -225,6 +225,7 @@ export class AclController {
       // An unsynced cache looks empty; the syncer writes and deletes nothing until these have listed.
       cachesSynced: () => [this.informers.extensions, this.informers.deployments, this.informers.envoyFilters].every((i) => i.hasSynced()),
       logger,
+      registry,
     });
     this.reconcileTotal = new Counter({ name: 'controller_runtime_reconcile_total', help: 'Reconciliations by result.', labelNames: ['controller', 'result'], registers: [registry] });
     this.reconcileErrors = new Counter({ name: 'controller_runtime_reconcile_errors_total', help: 'Reconciliations that failed.', labelNames: ['controller'], registers: [registry] });

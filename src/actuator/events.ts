@@ -1,14 +1,19 @@
 // Kubernetes Events on the Extension, so a shoot owner (via gardenlet) sees why the ACL is not applied.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Extension } from '../gardener/objects.js';
 import type { ClusterClient } from './cluster-client.js';
 
-export async function recordWarningEvent(client: ClusterClient, ext: Extension, reason: string, message: string, now: Date): Promise<void> {
+/**
+ * A Warning Event on the Extension. `once`: the same reason and message for the same Extension
+ * make one Event (named after them) until the API server expires it, however often it is recorded.
+ */
+export async function recordWarningEvent(client: ClusterClient, ext: Extension, reason: string, message: string, now: Date, once = false): Promise<void> {
   const time = now.toISOString();
+  const suffix = once ? createHash('sha256').update(`${reason}\n${message}`).digest('hex').slice(0, 16) : randomBytes(8).toString('hex');
   await client.createIfAbsent({
     apiVersion: 'v1',
     kind: 'Event',
-    metadata: { name: `${ext.metadata.name}.${randomBytes(8).toString('hex')}`, namespace: ext.metadata.namespace },
+    metadata: { name: `${ext.metadata.name}.${suffix}`, namespace: ext.metadata.namespace },
     involvedObject: {
       apiVersion: ext.apiVersion,
       kind: 'Extension',

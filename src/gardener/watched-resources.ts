@@ -8,7 +8,7 @@ export interface WatchedResource {
    * Objects per list page where the default (500) would hold too much at once: a page is parsed
    * whole. Real Clusters embed the whole Shoot, Seed and CloudProfile (tens to hundreds of KB),
    * Extensions of every type carry providerConfig and status, and a combined CONNECT filter may be
-   * close to maxObjectBytes (384 KiB).
+   * close to maxObjectBytes (512 KiB by default).
    */
   readonly listPageSize?: number;
 }

@@ -17,7 +17,7 @@ const HCM = 'envoy.filters.network.http_connection_manager';
 // Room for metadata, selector and patch scaffolding around the policies of one shard.
 const OBJECT_OVERHEAD_BYTES = 4096;
 // Room for a gateway's namespace and selector beyond the ones a form's scaffolding is measured with.
-const GATEWAY_ROOM_BYTES = 2048;
+export const GATEWAY_ROOM_BYTES = 2048;
 
 function shardSuffix(port: number, shard: number): string {
   return `${port}-${String(shard).padStart(3, '0')}`;

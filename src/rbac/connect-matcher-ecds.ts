@@ -71,16 +71,17 @@ export const ECDS_FETCH_TIMEOUT = '30s';
 
 /**
  * A bucket's filter, configured through ECDS. Until its resource arrives (and were it ever
- * removed) the default config decides: it refuses every request that names a shoot or that the
- * extraction did not read, so a missing bucket never admits a client some ACL refuses, and never
- * keeps a new gateway pod from becoming ready for longer than ECDS_FETCH_TIMEOUT.
+ * removed) the default config decides: it refuses every request that names a shoot, so a missing
+ * bucket never admits a client some ACL refuses, and never keeps a new gateway pod from becoming
+ * ready for longer than ECDS_FETCH_TIMEOUT. (It needs no guard against a missing extraction: the
+ * extraction is in the same object as the references.)
  */
-function discovered(name: string, headers: readonly string[]): DiscoveredFilter {
+function discovered(name: string): DiscoveredFilter {
   return {
     name,
     config_discovery: {
       config_source: { ads: {}, initial_fetch_timeout: ECDS_FETCH_TIMEOUT },
-      default_config: { '@type': HTTP_RBAC_TYPE, rules: failClosedRules(BUCKET_MISSING_POLICY, headers, ECDS_TARGET_HEADER) },
+      default_config: { '@type': HTTP_RBAC_TYPE, rules: failClosedRules(BUCKET_MISSING_POLICY, [], ECDS_TARGET_HEADER) },
       type_urls: [HTTP_RBAC_TYPE],
     },
   };
@@ -88,7 +89,7 @@ function discovered(name: string, headers: readonly string[]): DiscoveredFilter 
 
 /** The listener's fixed part on `port`: extraction, then per protected header its ID as the target and every bucket's filter. */
 export function ecdsListenerObject(gateway: GatewayWorkload, port: number, headers: readonly string[], buckets: number): GeneratedEnvoyFilter<MatcherFormPatch> {
-  const references = Array.from({ length: buckets }, (_, bucket) => discovered(ecdsResourceName(bucket), headers));
+  const references = Array.from({ length: buckets }, (_, bucket) => discovered(ecdsResourceName(bucket)));
   const turns = headers.flatMap((header) => [
     setHeadersFilter(`${FILTER_NAMES.connect}-target-${port}-${header.toLowerCase()}`, [{ key: ECDS_TARGET_HEADER, value: extractedValue(metadataKey(header)) }]),
     ...references,

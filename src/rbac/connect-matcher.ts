@@ -212,10 +212,11 @@ export function targetHeaderFilter(name: string, headers: readonly string[]): Ma
  * and the client's addresses in canonical form.
  */
 export function extractionFilter(name: string, headers: readonly string[]): MatcherFormFilter {
+  // Proto defaults (type STRING, remove false) are left out: Istio drops them when it decodes the
+  // patch, and an object that differs from what Istio serves is harder to compare with it.
   const rule = (header: string, key: string, regex: string, substitution: string) => ({
     header,
-    on_header_present: { metadata_namespace: METADATA_NAMESPACE, key, type: 'STRING', regex_value_rewrite: { pattern: { regex }, substitution } },
-    remove: false,
+    on_header_present: { metadata_namespace: METADATA_NAMESPACE, key, regex_value_rewrite: { pattern: { regex }, substitution } },
   });
   return {
     name,
@@ -285,8 +286,8 @@ export const MATCHER_DROPPED_POLICY = 'gardener-acl-matcher-dropped';
 
 /**
  * RBAC `rules` that refuse every request a lookup would decide on: one whose `lookupHeader` names
- * a shoot (`=<id>`, the extraction's key), or that carries one of `guardHeaders` the extraction did
- * not read. Envoy ignores `rules` when `matcher` is set, so beside a lookup they cost nothing and
+ * a shoot (`=shoot-…`, the extraction's key), or that carries one of `guardHeaders` the extraction
+ * did not read. Envoy ignores `rules` when `matcher` is set, so beside a lookup they cost nothing and
  * change no verdict; they decide where no lookup runs: an Istio that decodes the patch leniently
  * and drops `matcher` (an RBAC with nothing in it would admit everything), or an ECDS bucket that
  * is missing (its listener's default config).
@@ -304,7 +305,8 @@ export function failClosedRules(policy: string, guardHeaders: readonly string[],
     action: 'DENY',
     policies: {
       [policy]: {
-        permissions: [{ header: { name: lookupHeader, string_match: { safe_regex: { regex: String.raw`=\C+` } } } }, ...unextracted],
+        // Every technical ID starts with `shoot-` (shoot--<project>--<name>, legacy shoot-<project>--<name>); a prefix needs no regex.
+        permissions: [{ header: { name: lookupHeader, string_match: { prefix: targetKey('shoot-') } } }, ...unextracted],
         principals: [{ any: true }],
       },
     },

@@ -370,7 +370,7 @@ describe('the ECDS form in the write plan', () => {
     // From scratch there is no stored count to keep: the overflowing shoots are reported with the fix.
     const fresh = planCombinedWrites({ operator: tight, gateways: GATEWAYS, shoots, stored: [] });
     expect(fresh.unplaced.size).toBeGreaterThan(0);
-    for (const why of fresh.unplaced.values()) expect(why).toMatch(/ in ECDS bucket [01] of 2, which other shoots fill up to the 8709 bytes one object may hold; raise ecdsBuckets or maxObjectBytes in the OperatorConfiguration$/);
+    for (const why of fresh.unplaced.values()) expect(why).toMatch(/ in ECDS bucket [01] of 2, which other shoots fill up to the 8721 bytes one object may hold; raise ecdsBuckets or maxObjectBytes in the OperatorConfiguration$/);
   });
 
   it('a shoot that no longer fits its bucket keeps its stored entry there', () => {

@@ -1,6 +1,9 @@
 // The write plan of the combined CONNECT filters, replayed write by write against a simulated
 // store: after every single write or delete, every active ACL shoot is in some stored shard on
-// every gateway and port (add before remove), whatever the shard count does.
+// every gateway and port (add before remove), whatever the shard count does. This file runs the
+// rules form (combinedForm: rules), whose shards come and go with the shoots and whose content the
+// helpers here read; the default form's fixed buckets are replayed write by write in
+// combined-form-switch.test.ts, which covers every form.
 import type { PolicyEntry } from '../../src/rbac/filter-values.js';
 import { describe, expect, it } from 'vitest';
 import type { GatewayWorkload } from '../../src/acl/model.js';
@@ -15,7 +18,7 @@ import { testLogger } from '../kube/kube-test-helpers.js';
 import { keyOf, replayPlan, type Store } from '../support/write-plan-replay.js';
 import { DEFAULT_GATEWAY, ZONAL_GATEWAY, cidr, rule } from '../support/test-seed.js';
 
-const operator: OperatorConfig = { ...defaultOperatorConfig(), maxObjectBytes: 16 * 1024 };
+const operator: OperatorConfig = { ...defaultOperatorConfig(), combinedForm: 'rules', maxObjectBytes: 16 * 1024 };
 const GATEWAYS: GatewayWorkload[] = [DEFAULT_GATEWAY, ZONAL_GATEWAY];
 const ALWAYS = ['10.96.0.0/11', '10.180.0.0/16', '10.250.0.0/16', '198.51.100.1/32'].map(cidr);
 

@@ -1,8 +1,9 @@
-// The controller with `combinedForm: matcher` against a real kube-apiserver: what it stores is the
-// matcher form (an extraction object and matcher shards per gateway and port, no rules-form
-// shard), Succeeded waits for it, a foreign delete of an extraction object is repaired, and an
-// operator switching forms (a restart with the other setting) ends with only the new form stored
-// while the shoots stay Succeeded. Then the same for the ECDS delivery: listener parts and every
+// The controller switching forms against a real kube-apiserver: an upgrade from the earlier
+// default (rules) to the default (ecds), and operators choosing matcher or ecds with other bucket
+// counts (each said where it is set). What it stores is each form (for matcher an extraction object
+// and matcher shards per gateway and port, no rules-form shard), Succeeded waits for it, a foreign
+// delete of an extraction object is repaired, and a switch (a restart with the other setting) ends
+// with only the new form stored while the shoots stay Succeeded. Then the same for the ECDS delivery: listener parts and every
 // bucket on both gateways, the shoots' leaves in their buckets, and a deleted bucket restored.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
@@ -23,6 +24,8 @@ import { DEFAULT_GW, ZONAL_GW, allowRule, createSeed, denyRule, startTestControl
 
 const A: ShootFixture = { project: 'p', name: 'a', providerConfig: allowRule('203.0.113.0/24') };
 const B: ShootFixture = { project: 'p', name: 'b', providerConfig: denyRule('198.51.100.0/24'), gateway: ZONAL_GW };
+// Operators' choices other than the default, each said where it is used.
+const RULES: OperatorConfig = { ...defaultOperatorConfig(), combinedForm: 'rules' };
 const MATCHER: OperatorConfig = { ...defaultOperatorConfig(), combinedForm: 'matcher' };
 const ECDS: OperatorConfig = { ...defaultOperatorConfig(), combinedForm: 'ecds', ecdsBuckets: 4 };
 
@@ -75,22 +78,33 @@ describe('controller with the matcher form on a real kube-apiserver', () => {
     await cp?.stop();
   });
 
-  it('an operator switching from rules to matcher: the matcher form is stored on every gateway and port, the rules shards are gone, the shoots stay Succeeded', async () => {
-    controller = await startTestController(cp.kubeConfig);
+  it('an upgrade from the earlier default (rules) to the default form, then an operator choosing matcher: each form stored on every gateway and port, the previous one gone, the shoots Succeeded throughout', async () => {
+    // The rules form changes the CONNECT listeners with every write, so the chart's least interval
+    // (60 s) would hold the second shoot's write for a minute; this test is about the switch.
+    controller = await startTestController(cp.kubeConfig, { operator: RULES, combinedMinIntervalMs: 0 });
     await succeeded(A);
     await succeeded(B);
     await settled();
     expect((await combined()).some((f) => parseConnectFilterName(f.metadata.name) !== undefined)).toBe(true);
     await controller.stop();
 
+    // The upgrade: the same seed, the chart's defaults.
+    controller = await startTestController(cp.kubeConfig);
+    await eventually('the default form stored', () => ecdsStored(defaultOperatorConfig().ecdsBuckets), 60_000);
+    await settled();
+    expect((await combined()).filter((f) => parseConnectFilterName(f.metadata.name) !== undefined).map((f) => f.metadata.name)).toEqual([]);
+    await succeeded(A);
+    await succeeded(B);
+    await controller.stop();
+
     controller = await startTestController(cp.kubeConfig, { operator: MATCHER });
     await eventually('matcher form stored', matcherStored, 60_000);
     await settled();
     const filters = await combined();
-    expect(filters.filter((f) => parseConnectFilterName(f.metadata.name) !== undefined).map((f) => f.metadata.name)).toEqual([]);
+    expect(filters.filter((f) => parseConnectFilterName(f.metadata.name) !== undefined || parseEcdsBucketObjectName(f.metadata.name) !== undefined).map((f) => f.metadata.name)).toEqual([]);
     await succeeded(A);
     await succeeded(B);
-  }, 180_000);
+  }, 240_000);
 
   it('a deleted extraction object comes back (the shards alone would refuse every request naming a shoot)', async () => {
     const ref: ObjectRef = { apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name: extractionObjectName(8443), namespace: ZONAL_GW.namespace };
@@ -106,14 +120,14 @@ describe('controller with the matcher form on a real kube-apiserver', () => {
         .filter((f) => f.metadata.namespace === namespace && parseEcdsBucketObjectName(f.metadata.name) !== undefined)
         .map((f) => [f.metadata.name, [...new Set(f.spec.configPatches.flatMap((p) => Object.keys(lookupOf(p.patch.value.typed_config.matcher)?.map ?? {})))].sort().join()]),
     );
-  const ecdsStored = async () => {
+  const ecdsStored = async (count = ECDS.ecdsBuckets) => {
     const filters = await combined();
     return [DEFAULT_GW, ZONAL_GW].every((gw) => {
       const buckets = heldInBuckets(filters, gw.namespace);
       const names = new Set(filters.filter((f) => f.metadata.namespace === gw.namespace).map((f) => f.metadata.name));
       return (
-        buckets.size === ECDS.ecdsBuckets &&
-        [A, B].every((s) => buckets.get(ecdsBucketObjectName(ecdsBucketOf(technicalID(s), ECDS.ecdsBuckets)))?.includes(`=${technicalID(s)}`)) &&
+        buckets.size === count &&
+        [A, B].every((s) => buckets.get(ecdsBucketObjectName(ecdsBucketOf(technicalID(s), count)))?.includes(`=${technicalID(s)}`)) &&
         ECDS.protectedPorts.every((port) => names.has(ecdsListenerObjectName(port)))
       );
     });
@@ -122,7 +136,7 @@ describe('controller with the matcher form on a real kube-apiserver', () => {
   it('an operator switching from matcher to ecds: listener parts and every bucket on every gateway, the matcher objects gone, the shoots stay Succeeded', async () => {
     await controller?.stop();
     controller = await startTestController(cp.kubeConfig, { operator: ECDS });
-    await eventually('ECDS delivery stored', ecdsStored, 60_000);
+    await eventually('ECDS delivery stored', () => ecdsStored(), 60_000);
     await settled();
     const names = (await combined()).map((f) => f.metadata.name);
     expect(names.filter((n) => parseMatcherFilterName(n) !== undefined || parseExtractionObjectName(n) !== undefined)).toEqual([]);
@@ -134,7 +148,7 @@ describe('controller with the matcher form on a real kube-apiserver', () => {
     const ref: ObjectRef = { apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name: ecdsBucketObjectName(ecdsBucketOf(technicalID(A), ECDS.ecdsBuckets)), namespace: DEFAULT_GW.namespace };
     await deleteObject(cp.kubeConfig, ref);
     await eventually('bucket recreated', () => getObject(cp.kubeConfig, ref), 60_000);
-    await eventually('ECDS delivery stored', ecdsStored, 60_000);
+    await eventually('ECDS delivery stored', () => ecdsStored(), 60_000);
   }, 90_000);
 
   /** The per-shoot EnvoyFilters the shoot's ManagedResource carries (its Secret's manifest). */

@@ -1,5 +1,6 @@
-// The extension controller against a real kube-apiserver: everything is asserted through objects
-// the API server stored, and every write the controller sends is counted.
+// The extension controller against a real kube-apiserver, as the chart ships it (the default form
+// and pace): everything is asserted through objects the API server stored, and every write the
+// controller sends is counted.
 import { createHash } from 'node:crypto';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,6 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AclController } from '../../src/actuator/controller.js';
 import { KubeClusterClient } from '../../src/actuator/kube-cluster-client.js';
 import { MANAGED_RESOURCE_NAME } from '../../src/actuator/managed-resource.js';
+import { storedEntriesAnyForm } from '../../src/actuator/combined-forms.js';
+import type { EnvoyFilterObject } from '../../src/gardener/objects.js';
 import { listAll } from '../../src/kube/list-watch.js';
 import { createObject, deleteObject, getObject, mergePatch, patchStatus, type ObjectRef } from '../../src/kube/objects-client.js';
 import type { ControlPlane } from '../kube/control-plane.js';
@@ -43,12 +46,10 @@ describe('extension controller on a real kube-apiserver', () => {
 
   const ext = async (s: ShootFixture) => (await getObject(cp.kubeConfig, extRef(technicalID(s)))) as unknown as ExtensionView | undefined;
   const combined = async () =>
-    (await listAll(cp.kubeConfig, '/apis/networking.istio.io/v1alpha3/envoyfilters', { labelSelector: 'acl.gardener.cloud/role=connect' })).items as {
-      metadata: { name: string; namespace: string; resourceVersion: string };
-      spec: { configPatches: { patch: { value: { typed_config: { rules: { policies: Record<string, unknown> } } } } }[] };
-    }[];
-  const policiesIn = async (namespace: string) =>
-    (await combined()).filter((f) => f.metadata.namespace === namespace).flatMap((f) => f.spec.configPatches.flatMap((p) => Object.keys(p.patch.value.typed_config.rules.policies)));
+    (await listAll(cp.kubeConfig, '/apis/networking.istio.io/v1alpha3/envoyfilters', { labelSelector: 'acl.gardener.cloud/role=connect' })).items as unknown as EnvoyFilterObject[];
+  /** What the combined objects of a gateway hold, per shoot: the default form keeps each shoot once per gateway, in its bucket (for both ports). */
+  const entriesIn = async (namespace: string) => (await combined()).filter((f) => f.metadata.namespace === namespace).map((f) => storedEntriesAnyForm(f)).filter((e) => e.size > 0);
+  const policiesIn = async (namespace: string) => (await entriesIn(namespace)).flatMap((entries) => [...entries.keys()]);
 
   /** The controller has nothing queued or running, steadily. */
   const settled = async (what: string) => {
@@ -90,7 +91,7 @@ describe('extension controller on a real kube-apiserver', () => {
     expect(await getObject(cp.kubeConfig, mrRef(technicalID(OPEN)))).toBeUndefined();
     await settled('initial convergence');
     for (const gw of [DEFAULT_GW, ZONAL_GW]) {
-      expect((await policiesIn(gw.namespace)).sort()).toEqual(['shoot--p--a', 'shoot--p--a', 'shoot--p--b', 'shoot--p--b']);
+      expect((await policiesIn(gw.namespace)).sort()).toEqual(['shoot--p--a', 'shoot--p--b']);
     }
     // The resource manager puts each shoot's filters into its gateway's namespace, and only there.
     await eventually('A filter applied', () => getObject(cp.kubeConfig, filterRef(A, DEFAULT_GW.namespace)), 60_000);
@@ -151,7 +152,7 @@ describe('extension controller on a real kube-apiserver', () => {
     expect(writes).toEqual([]);
   }, 150_000);
 
-  it('a rule change rewrites only that shoot’s objects and the combined shards holding it', async () => {
+  it('a rule change rewrites only that shoot’s objects and the combined bucket holding it', async () => {
     await settled('before change');
     const bManagedResource = await getObject(cp.kubeConfig, mrRef(technicalID(B)));
     writes.length = 0;
@@ -163,7 +164,7 @@ describe('extension controller on a real kube-apiserver', () => {
     await settled('after change');
     expect(writes.sort()).toEqual(
       [
-        'apply EnvoyFilter', 'apply EnvoyFilter', 'apply EnvoyFilter', 'apply EnvoyFilter', // 2 ports x 2 gateways, one shard each
+        'apply EnvoyFilter', 'apply EnvoyFilter', // A's bucket on each of the 2 gateways (it serves both ports); no listener part
         'apply ManagedResource',
         'create Secret',
         'delete Secret',
@@ -196,19 +197,24 @@ describe('extension controller on a real kube-apiserver', () => {
     await succeeded(A);
   });
 
-  it('audit mode end to end: recorded in the state, shadow rules in every combined shard and in the shoot’s own filter, an Event says nothing is refused; back to enforce restores the rules (issue 14 point 1)', async () => {
+  it('audit mode end to end: recorded in the state, a shadow leaf in the combined buckets and shadow rules in the shoot’s own filter, an Event says nothing is refused; back to enforce restores the rules (issue 14 point 1)', async () => {
     await settled('before audit');
     const withMode = (mode: string) => ({ rule: { ...allowRule('203.0.113.0/24').rule, mode } });
+    // In how many combined objects A is held, enforced (`matcher`) or counted only (`shadow_matcher`).
     const sections = async () => {
-      const filters = await combined();
-      const raw = filters.flatMap((f) => f.spec.configPatches.map((p) => p.patch.value.typed_config as unknown as Record<string, { policies: Record<string, unknown> } | undefined>));
-      return { count: filters.length, enforced: raw.filter((c) => c['rules']?.policies[technicalID(A)]).length, audited: raw.filter((c) => c['shadow_rules']?.policies[technicalID(A)]).length };
+      const held = [...(await entriesIn(DEFAULT_GW.namespace)), ...(await entriesIn(ZONAL_GW.namespace))].flatMap((entries) => entries.get(technicalID(A)) ?? []);
+      return { count: held.length, enforced: held.filter((e) => e.mode === 'enforce').length, audited: held.filter((e) => e.mode === 'audit').length };
     };
     await mergePatch(cp.kubeConfig, extRef(technicalID(A)), { metadata: { annotations: { 'gardener.cloud/operation': 'reconcile' } }, spec: { providerConfig: withMode('Audit') } });
     await eventually('audit recorded', async () => (await ext(A))?.status?.state?.applied?.rule.mode === 'audit');
     await succeeded(A);
     await settled('after audit');
-    expect(await sections()).toEqual({ count: 4, enforced: 0, audited: 4 });
+    expect(await sections()).toEqual({ count: 2, enforced: 0, audited: 2 });
+    // The bucket holds A's leaf in shadow_matcher only.
+    const bucket = (await combined()).find((f) => f.metadata.namespace === DEFAULT_GW.namespace && storedEntriesAnyForm(f).has(technicalID(A)));
+    const config = (bucket?.spec as { configPatches: { patch: { value: { typed_config: Record<string, unknown> } } }[] }).configPatches[0]?.patch.value.typed_config;
+    expect(JSON.stringify(config?.['shadow_matcher'])).toContain(`=${technicalID(A)}`);
+    expect(JSON.stringify(config?.['matcher'])).not.toContain(`=${technicalID(A)}`);
     const own = await eventually('own filter in audit', async () => {
       const f = (await getObject(cp.kubeConfig, filterRef(A, DEFAULT_GW.namespace))) as { spec: { configPatches: { patch: { value: { typed_config: Record<string, unknown> } } }[] } } | undefined;
       const config = f?.spec.configPatches[0]?.patch.value.typed_config;
@@ -223,7 +229,7 @@ describe('extension controller on a real kube-apiserver', () => {
     await eventually('enforce recorded', async () => (await ext(A))?.status?.state?.applied?.rule.mode === 'enforce');
     await succeeded(A);
     await settled('after enforce');
-    expect(await sections()).toEqual({ count: 4, enforced: 4, audited: 0 });
+    expect(await sections()).toEqual({ count: 2, enforced: 2, audited: 0 });
   }, 90_000);
 
   it('an invalid providerConfig sets lastError and keeps the previous protection', async () => {
@@ -283,7 +289,7 @@ describe('extension controller on a real kube-apiserver', () => {
     await settled('C deleted');
     expect(await getObject(cp.kubeConfig, mrRef(technicalID(C)))).toBeUndefined();
     for (const gw of [DEFAULT_GW, ZONAL_GW]) expect(await policiesIn(gw.namespace)).not.toContain('shoot--q--c');
-    expect((await policiesIn(DEFAULT_GW.namespace)).sort()).toEqual(['shoot--p--a', 'shoot--p--a', 'shoot--p--b', 'shoot--p--b']);
+    expect((await policiesIn(DEFAULT_GW.namespace)).sort()).toEqual(['shoot--p--a', 'shoot--p--b']);
   });
 
   it('migrate removes the shoot from this seed but keeps its state; restore rebuilds it', async () => {
@@ -440,8 +446,8 @@ describe('extension controller on a real kube-apiserver', () => {
     const done = await succeeded(A);
     expect(done.status?.lastError).toBeUndefined();
     for (const gw of [DEFAULT_GW, ZONAL_GW]) {
-      const stored = (await combined()).filter((f) => f.metadata.namespace === gw.namespace).flatMap((f) => f.spec.configPatches.map((p) => JSON.stringify(p.patch.value.typed_config.rules.policies['shoot--p--a'] ?? null)));
-      expect(stored.filter((p) => p.includes('"203.0.113.0","prefix_len":25'))).toHaveLength(2);
+      const stored = (await entriesIn(gw.namespace)).flatMap((entries) => JSON.stringify(entries.get('shoot--p--a') ?? null));
+      expect(stored.filter((p) => p.includes('"203.0.113.0","prefix_len":25'))).toHaveLength(1);
     }
   }, 120_000);
 

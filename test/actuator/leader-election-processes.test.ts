@@ -29,7 +29,6 @@ function startReplica(kubeconfig: string): Replica {
       '--renew-deadline', `${LEASE.renewDeadline}ms`,
       '--retry-period', `${LEASE.retryPeriod}ms`,
       '--probe-port', '0',
-      '--combined-min-interval', '0s',
     ],
     { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
   );

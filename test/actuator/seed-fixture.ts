@@ -109,14 +109,14 @@ export const denyRule = (...cidrs: string[]) => ({ rule: { action: 'DENY', type:
  */
 export async function startTestController(
   kubeConfig: KubeConfig,
-  options: { operator?: OperatorConfig; client?: KubeClusterClient; watchIdleTimeoutMs?: number; combinedMinIntervalMs?: number } = {},
+  options: { operator?: OperatorConfig; client?: KubeClusterClient; watchIdleTimeoutMs?: number; combinedMinIntervalMs?: number; registry?: Registry } = {},
 ): Promise<AclController> {
   const controller = new AclController({
     kubeConfig,
     client: options.client ?? new KubeClusterClient(kubeConfig),
     operator: options.operator ?? defaultOperatorConfig(),
     logger: testLogger(),
-    registry: new Registry(),
+    registry: options.registry ?? new Registry(),
     workers: CONTROLLER_DEFAULTS.workers,
     resyncPeriodMs: durationMs.parse(CONTROLLER_DEFAULTS.resyncPeriod),
     combinedMinIntervalMs: options.combinedMinIntervalMs ?? durationMs.parse(CONTROLLER_DEFAULTS.combinedMinInterval),

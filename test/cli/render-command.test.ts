@@ -1,4 +1,6 @@
 // `gardener-acl render` as a process: exit codes, stdout and the exact error text.
+import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
+import { ecdsBucketObjectName } from '../../src/rbac/connect-matcher-ecds.js';
 import { execFile } from 'node:child_process';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -62,7 +64,9 @@ describe('gardener-acl render', () => {
     expect(code).toBe(0);
     const list = JSON.parse(stdout) as { kind: string; items: { metadata: { name: string } }[] };
     expect(list.kind).toBe('List');
-    expect(list.items.map((i) => i.metadata.name)).toEqual(['acl-connect-8132-000', 'acl-connect-8443-000']);
+    // The default form: per port the listener part, and every bucket (empty ones too: the listeners name them).
+    const buckets = Array.from({ length: defaultOperatorConfig().ecdsBuckets }, (_, b) => ecdsBucketObjectName(b));
+    expect(list.items.map((i) => i.metadata.name)).toEqual(['acl-connect-8132-ecds', 'acl-connect-8443-ecds', ...buckets]);
   });
 
   it('exits 2 naming file, object and field for an invalid rule', async () => {

@@ -10,6 +10,9 @@ import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operat
 import { AclController } from '../../src/actuator/controller.js';
 
 import { MANAGED_RESOURCE_NAME } from '../../src/actuator/managed-resource.js';
+import { storedEntriesAnyForm } from '../../src/actuator/combined-forms.js';
+import { envoyFilterObjectSchema } from '../../src/gardener/objects.js';
+import { ecdsListenerObjectName, parseEcdsBucketObjectName, parseEcdsListenerObjectName } from '../../src/rbac/connect-matcher-ecds.js';
 import { listAll } from '../../src/kube/list-watch.js';
 import { deleteObject, getObject, jsonPatch, mergePatch, type ObjectRef } from '../../src/kube/objects-client.js';
 import { DEFAULT_GW, ZONAL_GW, allowRule, type GatewayFixture, createSeed, denyRule, technicalID, type ShootFixture, startTestController } from '../actuator/seed-fixture.js';
@@ -20,7 +23,9 @@ import { rule } from '../support/test-seed.js';
 import { ContinuityChecker } from './checker.js';
 import { cidrs, type ShootExpectation } from './protection-oracle.js';
 
-// 16 KiB objects: 20 of these shoots need 3 shards per port, 26 need 5.
+// The chart's defaults (the ecds form, its buckets, the 60 s least interval between listener
+// changes) but for 16 KiB objects: the oversized shoot then needs a few hundred egress ranges
+// instead of thousands.
 const operator: OperatorConfig = { ...defaultOperatorConfig(), maxObjectBytes: 16 * 1024 };
 const GATEWAYS = [DEFAULT_GW, ZONAL_GW];
 const REPAIR_LIMIT_MS = 10_000;
@@ -61,6 +66,8 @@ describe('protection continuity through the fault matrix (real kube-apiserver)',
   let checker: ContinuityChecker;
   let shoots: Owned[] = [...BASE];
 
+  const combinedObjects = async () =>
+    (await listAll(cp.kubeConfig, '/apis/networking.istio.io/v1alpha3/envoyfilters', { labelSelector: 'acl.gardener.cloud/role=connect' })).items.flatMap((raw) => envoyFilterObjectSchema.safeParse(raw).data ?? []);
   const combinedNames = async () =>
     (await listAll(cp.kubeConfig, '/apis/networking.istio.io/v1alpha3/envoyfilters', { labelSelector: 'acl.gardener.cloud/role=connect' })).items.map((f) => {
       const meta = f['metadata'] as { name: string; namespace: string };
@@ -142,8 +149,13 @@ describe('protection continuity through the fault matrix (real kube-apiserver)',
     await cp?.stop();
   });
 
-  it('foreign delete of every combined filter, one at a time: each repaired, no other gap', async () => {
-    for (const f of await combinedNames()) {
+  it('foreign delete of the combined objects one at a time (every listener part, every bucket that holds a shoot, one empty bucket per gateway): each repaired, no other gap', async () => {
+    const all = await combinedNames();
+    const holding = new Set((await combinedObjects()).filter((f) => storedEntriesAnyForm(f).size > 0).map((f) => `${f.metadata.namespace}/${f.metadata.name}`));
+    const emptyBucket = (namespace: string) => all.find((f) => f.namespace === namespace && parseEcdsBucketObjectName(f.name) !== undefined && !holding.has(`${f.namespace}/${f.name}`));
+    const targets = all.filter((f) => parseEcdsListenerObjectName(f.name) !== undefined || holding.has(`${f.namespace}/${f.name}`) || emptyBucket(f.namespace) === f);
+    expect(targets.length).toBeGreaterThan(GATEWAYS.length * 3);
+    for (const f of targets) {
       checker.fault(`EnvoyFilter ${f.namespace}/${f.name}`);
       await deleteObject(cp.kubeConfig, filterRef(f.namespace, f.name));
       await faultSeen(`EnvoyFilter ${f.namespace}/${f.name}`);
@@ -153,11 +165,12 @@ describe('protection continuity through the fault matrix (real kube-apiserver)',
     expect(report.faultGaps.length).toBeGreaterThan(0); // the faults were seen: the checker can fail
   }, 180_000);
 
-  it('foreign edit removing one shoot from a combined filter: repaired', async () => {
-    const [target] = await combinedNames();
-    if (!target) throw new Error('no combined filter');
+  it('foreign edit making a bucket admit every request (its lookup replaced by ALLOW): repaired', async () => {
+    const target = (await combinedObjects()).find((f) => storedEntriesAnyForm(f).size > 0 && parseEcdsBucketObjectName(f.metadata.name) !== undefined)?.metadata;
+    if (!target) throw new Error('no bucket holding a shoot');
     checker.fault(`EnvoyFilter ${target.namespace}/${target.name}`);
-    await jsonPatch(cp.kubeConfig, filterRef(target.namespace, target.name), [{ op: 'replace', path: '/spec/configPatches/0/patch/value/typed_config/rules/policies', value: {} }]);
+    const allowAll = { action: { name: 'action', typed_config: { '@type': 'type.googleapis.com/envoy.config.rbac.v3.Action', name: 'edited', action: 'ALLOW' } } };
+    await jsonPatch(cp.kubeConfig, filterRef(target.namespace, target.name), [{ op: 'replace', path: '/spec/configPatches/0/patch/value/typed_config/matcher', value: { matcher_list: { matchers: [] }, on_no_match: allowAll } }]);
     await faultSeen(`EnvoyFilter ${target.namespace}/${target.name}`);
     await protectedNow('edit repaired', REPAIR_LIMIT_MS);
     await judged('foreign edit');
@@ -216,7 +229,31 @@ describe('protection continuity through the fault matrix (real kube-apiserver)',
     await judged(`${propagationPolicy}: Deployment gone and recreated`);
   }, 120_000);
 
-  it('shard count grows (20 -> 26 shoots) and shrinks back: no shoot ever leaves every shard', async () => {
+  it('a foreign delete 1 s after an ACL change (the chart\'s 60 s least interval in force): repaired within the limit', async () => {
+    const changed = BASE[1] as Owned;
+    const before = expectation(changed);
+    const widened: Owned = { ...changed, cidrs: [...changed.cidrs, '192.0.2.0/24'] };
+    // While the change travels either rule is acceptable; afterwards only the new one.
+    checker.expect(shoots.map((o) => (o === changed ? { ...before, rules: [...before.rules, ...expectation(widened).rules] } : expectation(o))));
+    await mergePatch(cp.kubeConfig, { apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension', name: 'acl', namespace: technicalID(changed.fixture) }, {
+      metadata: { annotations: { 'gardener.cloud/operation': 'reconcile' } },
+      spec: { providerConfig: allowRule(...widened.cidrs) },
+    });
+    await sleep(1_000);
+    for (const name of [ecdsListenerObjectName(8443), (await combinedObjects()).find((f) => storedEntriesAnyForm(f).has(technicalID(BASE[2]!.fixture)))?.metadata.name ?? '']) {
+      checker.fault(`EnvoyFilter ${DEFAULT_GW.namespace}/${name}`);
+      await deleteObject(cp.kubeConfig, filterRef(DEFAULT_GW.namespace, name));
+      await faultSeen(`EnvoyFilter ${DEFAULT_GW.namespace}/${name}`);
+      await protectedNow(`repaired ${name} after an ACL change`, REPAIR_LIMIT_MS);
+    }
+    shoots = shoots.map((o) => (o === changed ? widened : o));
+    checker.expect(shoots.map(expectation));
+    await protectedNow('the changed ACL in force', 30_000);
+    const report = await judged('foreign delete right after an ACL change');
+    expect(report.faultGaps.length).toBeGreaterThan(0);
+  }, 90_000);
+
+  it('20 -> 26 shoots and back: no shoot ever leaves every bucket', async () => {
     await createSeed(cp.kubeConfig, [], GROWTH.map((o) => o.fixture));
     // The old 20 must stay protected throughout; the new ones count from when they are first protected.
     shoots = [...BASE, ...GROWTH];
@@ -267,11 +304,12 @@ describe('protection continuity through the fault matrix (real kube-apiserver)',
     await judged('gateway added and removed');
   }, 90_000);
 
-  it('an oversized shoot: every other shoot stays protected', async () => {
+  it('an oversized shoot (more always-allowed ranges than one bucket holds): every other shoot stays protected', async () => {
     const huge: ShootFixture = {
       project: 'cont',
       name: 'huge',
-      providerConfig: allowRule(...Array.from({ length: 700 }, (_, i) => `2001:db8:${(0x1000 + i).toString(16)}::/48`)),
+      providerConfig: allowRule('2001:db8:ffff::/48'),
+      egressCIDRs: Array.from({ length: 300 }, (_, i) => `198.18.${i >> 8}.${i & 255}/32`),
     };
     await createSeed(cp.kubeConfig, [], [huge]);
     await sleep(3_000);

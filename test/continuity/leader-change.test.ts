@@ -66,7 +66,7 @@ describe('one writer across leader changes (two controller processes, real kube-
         '--kubeconfig', kubeconfig,
         '--leader-election-namespace', 'kube-system',
         '--lease-duration', `${LEASE.duration}ms`, '--renew-deadline', `${LEASE.renewDeadline}ms`, '--retry-period', `${LEASE.retryPeriod}ms`,
-        '--probe-port', '0', '--combined-min-interval', '0s', '--graceful-shutdown-timeout', '20s',
+        '--probe-port', '0', '--graceful-shutdown-timeout', '20s',
       ],
       { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
     );

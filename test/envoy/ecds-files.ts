@@ -54,3 +54,26 @@ export async function ecdsReloads(envoy: { stats(filter?: string): Promise<Map<s
   const stats = await envoy.stats('^extension_config_discovery\\..*\\.config_reload$');
   return [...stats.values()].reduce((sum, n) => sum + n, 0);
 }
+
+/**
+ * `value` (listeners, or anything holding HTTP filters) with each filter whose config Envoy would
+ * take over ADS replaced by the resource of its name among `resources` (`{name, typed_config}`),
+ * or by its default config where there is none: what Envoy runs once ECDS has delivered (or given
+ * up waiting). Filters with another config source (files) are left as they are.
+ */
+export function inlineDiscoveredFilters<T>(value: T, resources: readonly JsonObject[]): T {
+  const byName = new Map(resources.map((r) => [getString(r, 'name'), r['typed_config']]));
+  const inline = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(inline);
+    if (!isJsonObject(node)) return node;
+    const discovery = node['config_discovery'];
+    const name = getString(node, 'name');
+    if (isJsonObject(discovery) && isJsonObject(discovery['config_source']) && 'ads' in discovery['config_source'] && name !== undefined) {
+      const config = byName.get(name) ?? discovery['default_config'];
+      if (config === undefined) throw new Error(`no ECDS resource ${name}, and its reference has no default`);
+      return { name, typed_config: config };
+    }
+    return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, inline(v)]));
+  };
+  return inline(value) as T;
+}

@@ -6,7 +6,7 @@
 import jsonpatch from 'fast-json-patch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatAddress } from '../../src/acl/cidr.js';
-import { COMBINED_FORMS, type CombinedFormName } from '../../src/acl/operator-config.js';
+import { COMBINED_FORMS, defaultOperatorConfig, type CombinedFormName } from '../../src/acl/operator-config.js';
 import { parseTechnicalID } from '../../src/acl/shoot-identity.js';
 import { explainCommand } from '../../src/cli/explain-command.js';
 import { loadDocuments } from '../../src/cli/load-documents.js';
@@ -61,9 +61,9 @@ function withForm(objects: readonly SourcedObject[], form: CombinedFormName): So
   return [...objects.filter((o) => !isOperator(o)), { source: operator?.source ?? 'combined form', object: { ...base, combinedForm: form } }];
 }
 
-// The ecds form holds the matcher form's filters (read the same way by explain), delivered through
-// ECDS instead of the listener; that delivery is proven on Istio's rendering (test/istio/ecds-*.test.ts).
-describe.each(COMBINED_FORMS.filter((form) => form !== 'ecds'))('gardener-acl explain equals the real Envoy on the example seed (combinedForm %s), case by case', (form) => {
+// Every form, the default ecds included (its buckets served as Envoy runs them once ECDS delivered
+// them; that delivery is proven with Istio's discovery server in test/istio/ecds-*.test.ts).
+describe.each(COMBINED_FORMS)('gardener-acl explain equals the real Envoy on the example seed (combinedForm %s), case by case', (form) => {
   let seed: SeedAcl;
   let render: SeedRender;
   let ids: string[];
@@ -117,9 +117,18 @@ describe.each(COMBINED_FORMS.filter((form) => form !== 'ecds'))('gardener-acl ex
     await legacyGateway?.stop();
   });
 
-  it('every generated patch is placed on some gateway', () => {
-    const unplaced = render.envoyFilters.filter((f) => ![...gateways.values()].some((g) => g.placement.patches.some((p) => p.envoyFilter === `${f.metadata.namespace}/${f.metadata.name}` && p.applications > 0)));
+  it('every generated patch is placed on some gateway (ECDS buckets: every resource a listener names is served)', () => {
+    const isBucket = (f: (typeof render.envoyFilters)[number]) => f.spec.configPatches.every((p) => p.applyTo === 'EXTENSION_CONFIG');
+    const unplaced = render.envoyFilters
+      .filter((f) => !isBucket(f))
+      .filter((f) => ![...gateways.values()].some((g) => g.placement.patches.some((p) => p.envoyFilter === `${f.metadata.namespace}/${f.metadata.name}` && p.applications > 0)));
     expect(unplaced.map((f) => f.metadata.name)).toEqual([]);
+    for (const [namespace, g] of gateways) {
+      const served = new Set(g.placement.extensionConfigs.map((r) => r['name']));
+      const named = [...JSON.stringify(render.envoyFilters.filter((f) => f.metadata.namespace === namespace && !isBucket(f))).matchAll(/"name":"(gardener-acl-connect-bucket-\d{3})","config_discovery"/g)].map((m) => m[1]);
+      expect(named.filter((n) => !served.has(n)), namespace).toEqual([]);
+      expect(named.length > 0).toBe(form === 'ecds');
+    }
   });
 
   it('api, observability and CONNECT: explain’s verdict on every gateway is Envoy’s decision', async () => {
@@ -217,7 +226,7 @@ describe.each(COMBINED_FORMS.filter((form) => form !== 'ecds'))('gardener-acl ex
   });
 
   // The command reads the embedded example, which uses the default form.
-  if (form === 'rules') {
+  if (form === defaultOperatorConfig().combinedForm) {
     it('the command prints the same verdicts as JSON, exits 1 when a path refuses, and names the field of bad input', async () => {
       const run = async (args: string[]) => {
         let out = '';

@@ -56,11 +56,24 @@ function listenersFor(filters: readonly { spec: { configPatches: readonly { appl
   return listeners;
 }
 
+const loopbackCluster = (name: string, extra: JsonObject = {}): JsonObject => ({
+  name,
+  connect_timeout: '1s',
+  load_assignment: { cluster_name: name, endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: 1 } } } }] }] },
+  ...extra,
+});
+
 function bootstrap(listeners: JsonObject[], runtime: 'istio' | 'envoy-default' = 'istio'): JsonObject {
   return {
+    // The ECDS listener parts take their bucket configs over ADS, as from istiod (validate mode connects to nothing).
+    node: { id: 'validate', cluster: 'validate' },
+    dynamic_resources: { ads_config: { api_type: 'GRPC', transport_api_version: 'V3', grpc_services: [{ envoy_grpc: { cluster_name: 'xds' } }] } },
     static_resources: {
       listeners,
-      clusters: [{ name: 'upstream', connect_timeout: '1s', load_assignment: { cluster_name: 'upstream', endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: 1 } } } }] }] } }],
+      clusters: [
+        loopbackCluster('upstream'),
+        loopbackCluster('xds', { typed_extension_protocol_options: { 'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': { '@type': 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions', explicit_http_config: { http2_protocol_options: {} } } } }),
+      ],
     },
     ...(runtime === 'istio' ? { layered_runtime: ISTIO_PROXY_RUNTIME } : {}),
   };
@@ -128,7 +141,7 @@ describe('Envoy accepts every generated RBAC config', () => {
       { operator: { combinedForm: 'matcher' } },
     );
     const listenerForm = buildSeedEnvoyFilters(seed).combined;
-    // The ECDS listener parts name resources over ADS, which a static config cannot serve; their other filters are the listener form's.
+    // The listener form next to the default form's bucket resources, under Envoy's defaults.
     const ecdsBuckets = buildEcdsConnectObjects(seed, 3).filter((o) => o.spec.configPatches.some((p) => p.applyTo === 'EXTENSION_CONFIG'));
     expect(ecdsBuckets).toHaveLength(3);
     await expectValid(listenersFor([...listenerForm, ...ecdsBuckets], []), 'envoy-default');

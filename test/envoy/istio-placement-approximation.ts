@@ -13,7 +13,8 @@
 // It is not Istio: patch values are JSON merged without the proto schema; only the oneofs and
 // map fields of the filter types in ONEOFS_BY_TYPE and MAP_FIELDS_BY_TYPE follow proto rules. Anything outside the
 // subset (other applyTo kinds, LISTENER patches, match.proxy, filterClass, FILTER_CHAIN MERGE, ...)
-// throws instead of being silently ignored. test/istio/approximation-differential.ts compares it
+// throws instead of being silently ignored. EXTENSION_CONFIG patches (ECDS resources) change no
+// listener: they are returned as the resources Envoy would fetch by name. test/istio/approximation-differential.ts compares it
 // with Istio's own code on Gardener-shaped seeds of every era.
 
 import { z } from 'zod';
@@ -57,6 +58,12 @@ const listenerMatchSchema = z.strictObject({
 
 const operationSchema = z.enum(['MERGE', 'ADD', 'REMOVE', 'INSERT_BEFORE', 'INSERT_AFTER', 'INSERT_FIRST', 'REPLACE']);
 
+/** An ECDS resource (EXTENSION_CONFIG ADD): no listener changes; Envoy takes it by name through ECDS. */
+const extensionConfigPatchSchema = z.strictObject({
+  applyTo: z.literal('EXTENSION_CONFIG'),
+  patch: z.strictObject({ operation: z.literal('ADD'), value: jsonObjectSchema }),
+});
+
 const configPatchSchema = z
   .strictObject({
     applyTo: z.enum(['FILTER_CHAIN', 'NETWORK_FILTER', 'HTTP_FILTER']),
@@ -84,11 +91,13 @@ const envoyFilterSchema = z.object({
     workloadSelector: z.strictObject({ labels: z.record(z.string(), z.string()).default({}) }).optional(),
     targetRefs: z.array(z.unknown()).optional(),
     priority: z.number().int().default(0),
-    configPatches: z.array(configPatchSchema).default([]),
+    configPatches: z.array(z.union([extensionConfigPatchSchema, configPatchSchema])).default([]),
   }),
 });
 
 type ConfigPatch = z.infer<typeof configPatchSchema>;
+type AnyPatch = ConfigPatch | z.infer<typeof extensionConfigPatchSchema>;
+const isListenerPatch = (patch: AnyPatch): patch is ConfigPatch => patch.applyTo !== 'EXTENSION_CONFIG';
 type ParsedEnvoyFilter = z.infer<typeof envoyFilterSchema>;
 type Operation = z.infer<typeof operationSchema>;
 
@@ -109,6 +118,8 @@ export interface PlacementResult {
   patches: PatchReport[];
   /** `namespace/name` of EnvoyFilters that do not select this gateway. */
   notSelected: string[];
+  /** The ECDS resources (`{name, typed_config}`) the selected EnvoyFilters add, later ones winning by name. */
+  extensionConfigs: JsonObject[];
 }
 
 interface OrderedPatch {
@@ -145,7 +156,7 @@ function orderedPatches(
   gateway: GatewayModel,
   objects: readonly unknown[],
   rootNamespace: string,
-): { patches: OrderedPatch[]; notSelected: string[] } {
+): { patches: OrderedPatch[]; notSelected: string[]; extensionConfigs: JsonObject[] } {
   const selected: Array<{ filter: ParsedEnvoyFilter; namespace: string }> = [];
   const notSelected: string[] = [];
   objects.forEach((object, index) => {
@@ -165,8 +176,12 @@ function orderedPatches(
     const bKey = `${b.filter.metadata.name}.${b.namespace}`;
     return aKey < bKey ? -1 : aKey > bKey ? 1 : 0;
   });
+  const extensionConfigs = new Map<string, JsonObject>();
+  for (const { filter } of selected) {
+    for (const patch of filter.spec.configPatches) if (!isListenerPatch(patch)) extensionConfigs.set(getString(patch.patch.value, 'name') ?? '', patch.patch.value);
+  }
   const patches = selected.flatMap(({ filter, namespace }) =>
-    filter.spec.configPatches.map((patch, patchIndex) => ({
+    filter.spec.configPatches.flatMap((patch, patchIndex) => (!isListenerPatch(patch) ? [] : [{
       patch,
       report: {
         envoyFilter: `${namespace}/${filter.metadata.name}`,
@@ -175,9 +190,9 @@ function orderedPatches(
         operation: patch.patch.operation,
         applications: 0,
       },
-    })),
+    }])),
   );
-  return { patches, notSelected };
+  return { patches, notSelected, extensionConfigs: [...extensionConfigs.values()] };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -425,9 +440,9 @@ export function approximateIstioPlacement(
   envoyFilters: readonly unknown[],
   options: { rootNamespace?: string } = {},
 ): PlacementResult {
-  const { patches, notSelected } = orderedPatches(gateway, envoyFilters, options.rootNamespace ?? ISTIO_ROOT_NAMESPACE);
+  const { patches, notSelected, extensionConfigs } = orderedPatches(gateway, envoyFilters, options.rootNamespace ?? ISTIO_ROOT_NAMESPACE);
   const byKind: Record<ConfigPatch['applyTo'], OrderedPatch[]> = { FILTER_CHAIN: [], NETWORK_FILTER: [], HTTP_FILTER: [] };
   for (const entry of patches) byKind[entry.patch.applyTo].push(entry);
   const listeners = gateway.listeners.map((listener) => new ListenerPatcher(byKind, listener).patch());
-  return { gateway: { ...gateway, listeners }, patches: patches.map((entry) => entry.report), notSelected };
+  return { gateway: { ...gateway, listeners }, patches: patches.map((entry) => entry.report), notSelected, extensionConfigs };
 }

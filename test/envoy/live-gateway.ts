@@ -11,6 +11,7 @@ import {
   type GardenerGatewaySpec,
   type GatewayModel,
 } from './gardener-gateway.js';
+import { inlineDiscoveredFilters } from './ecds-files.js';
 import { approximateIstioPlacement, type PlacementResult } from './istio-placement-approximation.js';
 
 export interface LiveGatewayOptions extends GardenerGatewaySpec {
@@ -57,7 +58,7 @@ class RunningGateway implements LiveGateway {
   }
 
   async applyEnvoyFilters(envoyFilters: readonly unknown[]): Promise<ListenerUpdateResult> {
-    const placement = approximateIstioPlacement(this.baseGateway, envoyFilters);
+    const placement = servedPlacement(this.baseGateway, envoyFilters);
     const result = await this.envoy.replaceListeners(placement.gateway.listeners.map((listener) => listener.config));
     if (result.accepted) this.placement = placement;
     return result;
@@ -68,11 +69,22 @@ class RunningGateway implements LiveGateway {
   }
 }
 
+/**
+ * The placement with every filter Envoy would take over ECDS (the default form's buckets) in place
+ * of its reference: what a gateway runs once istiod's ECDS push has arrived. ECDS delivery itself
+ * is tested with Istio's discovery server (test/istio/ecds-*.test.ts).
+ */
+function servedPlacement(baseGateway: GatewayModel, envoyFilters: readonly unknown[]): PlacementResult {
+  const placement = approximateIstioPlacement(baseGateway, envoyFilters);
+  const listeners = placement.gateway.listeners.map((listener) => ({ ...listener, config: inlineDiscoveredFilters(listener.config, placement.extensionConfigs) }));
+  return { ...placement, gateway: { ...placement.gateway, listeners } };
+}
+
 export async function startLiveGateway(options: LiveGatewayOptions): Promise<LiveGateway> {
   const echo = await EchoUpstreams.start(gatewayUpstreams(options));
   try {
     const baseGateway = buildGardenerGateway(options, echo.ports());
-    const placement = approximateIstioPlacement(baseGateway, options.envoyFilters ?? []);
+    const placement = servedPlacement(baseGateway, options.envoyFilters ?? []);
     const envoy = await startEnvoy({
       bootstrap: gatewayBootstrap(placement.gateway),
       listenersViaFile: options.listenersViaFile,

@@ -84,7 +84,7 @@ describe(`ECDS delivery of the matcher form through Istio's rendering (Gardener 
       for (const f of filters.filter((x) => isJsonObject(x['config_discovery']))) {
         const discovery = getObject(f, 'config_discovery') ?? {};
         expect(getObject(discovery, 'config_source')?.['initial_fetch_timeout'], `port ${port}`).toBe(ECDS_FETCH_TIMEOUT);
-        expect(discovery['default_config'], `port ${port}`).toEqual({ '@type': HTTP_RBAC_TYPE, rules: failClosedRules(BUCKET_MISSING_POLICY, HEADERS, ECDS_TARGET_HEADER) });
+        expect(discovery['default_config'], `port ${port}`).toEqual({ '@type': HTTP_RBAC_TYPE, rules: failClosedRules(BUCKET_MISSING_POLICY, [], ECDS_TARGET_HEADER) });
       }
       // First in the chain: the client addresses, the extraction, the address headers; then per
       // header its ID as the target and every reference.

@@ -2,10 +2,12 @@
 // Gardener's objects and our generator's EnvoyFilters (legacy filters mutated by our webhook
 // patches) go through istio-render for every ingress gateway of the seed, a real Envoy serves
 // each gateway, and every decision must equal DESIGN section 3 (the oracle). The fixture seed has
-// no OperatorConfiguration, so the operator defaults apply (both headers protected on 8132 and 8443).
+// no OperatorConfiguration, so the operator defaults apply (the ecds form; both headers protected
+// on 8132 and 8443); the suite runs once more with the rules form, which seeds on an older Istio
+// set (its reading of "targets S" is every mention, the default's a routable first value).
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
+import { defaultOperatorConfig, isMatcherForm } from '../../src/acl/operator-config.js';
 import { admits } from '../oracle/acl-semantics.js';
 import { encodeProxyV2Header, headerValue, httpConnect, probeTcp, probeTls, sendHttpRequest } from '../envoy/clients.js';
 import {
@@ -65,14 +67,17 @@ async function sniMismatch(gateway: IstioGateway, endpoint: SniEndpoint, client:
   return problems.length === 0 ? undefined : `${label}: ${problems.join('; ')}`;
 }
 
-describe.each(ERA_NAMES.map((name) => [name, ERAS[name].summary] as const))('Gardener %s seed (%s) rendered by Istio, served by real Envoys', (eraName) => {
+const FORMS = [defaultOperatorConfig().combinedForm, 'rules'] as const;
+
+describe.each(FORMS.flatMap((form) => ERA_NAMES.map((name) => [name, ERAS[name].summary, form] as const)))('Gardener %s seed (%s) rendered by Istio, served by real Envoys, combinedForm %s', (eraName, _summary, form) => {
   const era = ERAS[eraName];
+  const reading = isMatcherForm(form) ? ('routable' as const) : ('mentions' as const);
   let seed: IstioRenderedSeed;
   let oracle: FixtureOracle;
   const gateways = new Map<GatewayKey, IstioGateway>();
 
   beforeAll(async () => {
-    seed = await renderSeedThroughIstio(era);
+    seed = await renderSeedThroughIstio(era, undefined, form === defaultOperatorConfig().combinedForm ? undefined : { combinedForm: form });
     oracle = fixtureOracle(seed.gardenerObjects);
     for (const gateway of INGRESS_GATEWAYS) {
       const render = seed.renders.get(gateway.key);
@@ -98,6 +103,7 @@ describe.each(ERA_NAMES.map((name) => [name, ERAS[name].summary] as const))('Gar
       routeHeader,
       routeRegex: new RegExp(era.destinationRegex),
       clusters: gateway.clusters,
+      reading,
     };
     const deniedBefore = await httpRbacDenials(gateway);
     const cases = connectCases(HA_VPN_INDEX);

@@ -5,6 +5,7 @@
 import { EchoUpstreams } from '../envoy/echo-upstreams.js';
 import { startEnvoy, type BoundAddress, type EnvoyInstance } from '../envoy/envoy-process.js';
 import { ISTIO_PROXY_RUNTIME, type GatewayListener } from '../envoy/gardener-gateway.js';
+import { inlineDiscoveredFilters } from '../envoy/ecds-files.js';
 import { getString } from '../envoy/json.js';
 import { planStaticGateway, staticGatewayBootstrap, type StaticGatewayPlan } from './istio-bootstrap.js';
 import type { IstioRenderOutput } from './istio-render.js';
@@ -46,7 +47,21 @@ export function endpointByLogicalPort(envoy: EnvoyInstance, listenersByPort: Rea
   };
 }
 
-export async function startIstioGateway(render: IstioRenderOutput, options: { readonly listenersViaFile?: boolean } = {}): Promise<IstioGateway> {
+/**
+ * The listeners with each HTTP filter whose config Envoy would take over ADS (the default form's
+ * ECDS buckets) replaced by the resource Istio generated for it, or by its default config where
+ * Istio generated none: what Envoy runs once ECDS has delivered (or given up). A stand-in for the
+ * delivery: as watched files (test/envoy/ecds-files.ts) each reference takes one of the user's 128
+ * inotify instances, and the suites start several gateways of 96 references each. ECDS delivery
+ * itself is tested with Istio's discovery server (ecds-live-ads, ecds-missing-resource) and with
+ * files (ecds-rendered). Listeners pointed elsewhere by the caller are left as they are.
+ */
+export function withDiscoveredInline(render: IstioRenderOutput): IstioRenderOutput {
+  return { ...render, listeners: inlineDiscoveredFilters(render.listeners, render.extensionConfigs) };
+}
+
+export async function startIstioGateway(rendered: IstioRenderOutput, options: { readonly listenersViaFile?: boolean } = {}): Promise<IstioGateway> {
+  const render = withDiscoveredInline(rendered);
   const plan = planStaticGateway(render);
   const listenersByPort = listenerNamesByPort(plan.listeners);
   const echo = await EchoUpstreams.start(plan.upstreams);
@@ -68,7 +83,7 @@ export async function startIstioGateway(render: IstioRenderOutput, options: { re
       clusters,
       endpoint: endpointByLogicalPort(envoy, listenersByPort),
       async replaceListeners(next) {
-        const result = await envoy.replaceListeners(planStaticGateway(next).listeners.map((listener) => listener.config));
+        const result = await envoy.replaceListeners(planStaticGateway(withDiscoveredInline(next)).listeners.map((listener) => listener.config));
         if (!result.accepted) throw new Error(`Envoy rejected the listeners:\n${result.output.slice(-2_000)}`);
       },
       async stop() {

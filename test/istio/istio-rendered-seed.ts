@@ -68,8 +68,12 @@ export function generateForSeed(gardenerObjects: readonly JsonObject[]): SeedRen
 }
 
 /** Renders every ingress gateway of the era's seed with Istio. */
-export async function renderSeedThroughIstio(era: GardenerEraFixture, meshConfigYaml?: string): Promise<IstioRenderedSeed> {
-  const gardenerObjects = gardenerSeedObjects(era);
+export async function renderSeedThroughIstio(
+  era: GardenerEraFixture,
+  meshConfigYaml?: string,
+  settings?: Parameters<typeof withOperatorSettings>[1],
+): Promise<IstioRenderedSeed> {
+  const gardenerObjects = settings ? withOperatorSettings(gardenerSeedObjects(era), settings) : gardenerSeedObjects(era);
   const generated = generateForSeed(gardenerObjects);
   const istioInput = istioInputObjects(gardenerObjects, generated);
   const renders = new Map<GatewayKey, IstioRenderOutput>();

@@ -9,7 +9,7 @@
 //   matcher form does (a routable first value of a protected header; README "Combined filter forms").
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
-import { CANONICAL_ADDRESS, HEADER_TO_METADATA_TYPE, ROUTABLE_DESTINATION } from '../../src/rbac/connect-matcher.js';
+import { CANONICAL_ADDRESS, HEADER_TO_METADATA_TYPE, MATCHER_DROPPED_POLICY, ROUTABLE_DESTINATION } from '../../src/rbac/connect-matcher.js';
 import { HTTP_RBAC_TYPE } from '../../src/rbac/envoy-rbac-types.js';
 import { getObject, getObjectList, getString, type JsonObject } from '../envoy/json.js';
 import { connectCases, connectExpected, connectMismatches } from '../support/conformance-matrix.js';
@@ -70,9 +70,10 @@ describe(`the matcher form through Istio's rendering (Gardener ${era.name} seed)
       const held = new Set<string>();
       for (const f of rbac) {
         const config = getObject(f, 'typed_config') ?? {};
-        // An RBAC filter with neither rules nor matcher enforces nothing.
-        if (!('matcher' in config) && !('rules' in config)) problems.push(`${port}: ${getString(f, 'name')} has neither rules nor matcher`);
-        if ('rules' in config) problems.push(`${port}: ${getString(f, 'name')} still has rules`);
+        // The lookup decides; beside it only the fail-closed fallback, which Envoy ignores while the matcher is there.
+        if (!('matcher' in config)) problems.push(`${port}: ${getString(f, 'name')} has no matcher`);
+        const fallback = Object.keys(getObject(getObject(config, 'rules') ?? {}, 'policies') ?? {});
+        if (fallback.join() !== MATCHER_DROPPED_POLICY) problems.push(`${port}: ${getString(f, 'name')} has rules ${fallback.join()}, not the fallback`);
         for (const id of matcherMapKeys(config['matcher'])) held.add(id);
       }
       if ([...held].sort().join() !== ACL_SHOOTS.join()) problems.push(`${port}: matchers hold ${[...held].sort().join()}, want ${ACL_SHOOTS.join()}`);

@@ -57,7 +57,7 @@ describe('ECDS delivery objects', () => {
   it('a shoot that does not fit its bucket is an error that names the shoot, the bucket and the fix', () => {
     const big = Array.from({ length: 60 }, (_, i) => shoot(i));
     expect(() => objectsFor(big, 1, 16 * 1024)).toThrow(
-      /^shoot--p--s\d+ needs \d+ bytes in ECDS bucket 0 of 1, which other shoots fill up to the 8709 bytes one object may hold; raise ecdsBuckets or maxObjectBytes in the OperatorConfiguration$/,
+      /^shoot--p--s\d+ needs \d+ bytes in ECDS bucket 0 of 1, which other shoots fill up to the 8721 bytes one object may hold; raise ecdsBuckets or maxObjectBytes in the OperatorConfiguration$/,
     );
   });
 

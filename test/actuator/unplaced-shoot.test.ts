@@ -1,0 +1,88 @@
+// A shoot that fits no bucket of the default form is never reported Succeeded: its Extension
+// shows the Error with the fix, one Warning Event tells the owner, and the operator's metric
+// names it, on a real kube-apiserver. One bucket of 16 KiB here (another setting than the
+// chart's: the boundary is what is tested, and this makes it a handful of shoots instead of
+// thousands; the default's capacity is in test/rbac/ecds-capacity.test.ts). Raising the
+// bucket count places it, and the report goes.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Registry } from 'prom-client';
+import { parseCidr, type Cidr } from '../../src/acl/cidr.js';
+import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
+import type { AclController } from '../../src/actuator/controller.js';
+import { combinedForm } from '../../src/actuator/combined-forms.js';
+import { listAll } from '../../src/kube/list-watch.js';
+import { getObject, type ObjectRef } from '../../src/kube/objects-client.js';
+import type { ControlPlane } from '../kube/control-plane.js';
+import { eventually, startWithCRDs } from '../kube/kube-test-helpers.js';
+import { rule } from '../support/test-seed.js';
+import { DEFAULT_GW, allowRule, createSeed, startTestController, technicalID, type ShootFixture } from './seed-fixture.js';
+
+const ONE_BUCKET: OperatorConfig = { ...defaultOperatorConfig(), ecdsBuckets: 1, maxObjectBytes: 16 * 1024 };
+const cidrsOf = (i: number) => Array.from({ length: 20 }, (_, j) => `203.${i}.${j}.0/24`);
+const SHOOTS: ShootFixture[] = Array.from({ length: 12 }, (_, i) => ({ project: 'cap', name: `s${String(i).padStart(2, '0')}`, providerConfig: allowRule(...cidrsOf(i)) }));
+// What the fixtures give every shoot besides its rule (seed nodes and pods, shoot nodes, egress).
+const ALWAYS = ['10.250.0.0/16', '10.96.0.0/11', '10.180.0.0/16', '198.51.100.1/32'].map((t) => (parseCidr(t) as { cidr: Cidr }).cidr);
+
+/** The shoots the planner leaves out of one bucket, in the fixtures' order. */
+function unplacedByPlanner(operator: OperatorConfig): string[] {
+  const shoots = SHOOTS.map((s, i) => ({ technicalID: technicalID(s), rule: rule('ALLOW', 'remote_ip', cidrsOf(i)), alwaysAllowed: ALWAYS, legacyProxyAllowed: [] }));
+  return [...combinedForm(operator).place(shoots, []).unplaced.keys()].sort();
+}
+
+describe('a shoot that fits no bucket (real kube-apiserver)', () => {
+  let cp: ControlPlane;
+  let controller: AclController | undefined;
+  const registry = new Registry();
+  const extRef = (id: string): ObjectRef => ({ apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension', name: 'acl', namespace: id });
+  const status = async (id: string) => ((await getObject(cp.kubeConfig, extRef(id))) as { status?: { lastOperation?: { state?: string }; lastError?: { description?: string } } } | undefined)?.status;
+  const unplaced = unplacedByPlanner(ONE_BUCKET);
+
+  beforeAll(async () => {
+    cp = await startWithCRDs([]);
+    await createSeed(cp.kubeConfig, [DEFAULT_GW], SHOOTS);
+  }, 120_000);
+  afterAll(async () => {
+    await controller?.stop();
+    await cp?.stop();
+  });
+
+  it('the shoots past the boundary show Error with the fix, one ACLNotEnforced Event each and the metric; the others Succeeded', async () => {
+    expect(unplaced.length).toBeGreaterThan(0);
+    expect(unplaced.length).toBeLessThan(SHOOTS.length);
+    controller = await startTestController(cp.kubeConfig, { operator: ONE_BUCKET, registry });
+    const placed = SHOOTS.map(technicalID).filter((id) => !unplaced.includes(id));
+    await eventually('placed shoots Succeeded', async () => (await Promise.all(placed.map(status))).every((s) => s?.lastOperation?.state === 'Succeeded'), 90_000);
+    await eventually('unplaced shoots in Error', async () => (await Promise.all(unplaced.map(status))).every((s) => s?.lastOperation?.state === 'Error'), 90_000);
+    for (const id of unplaced) {
+      const s = await status(id);
+      expect(s?.lastError?.description).toMatch(
+        new RegExp(`^the combined CONNECT filters do not protect this shoot as recorded on .*: ${id} needs \\d+ bytes in ECDS bucket 0 of 1, which other shoots fill up to the \\d+ bytes one object may hold; raise ecdsBuckets or maxObjectBytes in the OperatorConfiguration$`),
+      );
+    }
+    const events = async () =>
+      (await listAll(cp.kubeConfig, '/api/v1/events')).items
+        .map((e) => e as { reason?: string; message?: string; involvedObject?: { namespace?: string } })
+        .filter((e) => e.reason === 'ACLNotEnforced');
+    await eventually('events', async () => new Set((await events()).map((e) => e.involvedObject?.namespace)).size === unplaced.length, 30_000);
+    // Retried reconciles tell the owner once, not once per attempt.
+    for (const id of unplaced) {
+      const own = (await events()).filter((e) => e.involvedObject?.namespace === id);
+      expect(own).toHaveLength(1);
+      expect(own[0]?.message).toContain(`${id} needs`);
+      expect(own[0]?.message).toMatch(/the seed's operator can fix it$/);
+    }
+    const metric = await registry.getSingleMetricAsString('gardener_acl_combined_unplaced_shoots');
+    for (const id of unplaced) expect(metric).toContain(`gardener_acl_combined_unplaced_shoots{shoot="${id}"} 1`);
+    for (const id of placed) expect(metric).not.toContain(`shoot="${id}"`);
+  }, 240_000);
+
+  it('more buckets (the fix the message names): every shoot placed and Succeeded, the metric empty', async () => {
+    await controller?.stop();
+    const fixed: OperatorConfig = { ...ONE_BUCKET, ecdsBuckets: 8 };
+    expect(unplacedByPlanner(fixed)).toEqual([]);
+    const after = new Registry();
+    controller = await startTestController(cp.kubeConfig, { operator: fixed, registry: after });
+    await eventually('every shoot Succeeded', async () => (await Promise.all(SHOOTS.map((s) => status(technicalID(s))))).every((s) => s?.lastOperation?.state === 'Succeeded'), 120_000);
+    expect(await after.getSingleMetricAsString('gardener_acl_combined_unplaced_shoots')).not.toContain('shoot=');
+  }, 240_000);
+});
