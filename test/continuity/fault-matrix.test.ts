@@ -234,7 +234,8 @@ describe('protection continuity through the fault matrix (real kube-apiserver)',
     const before = expectation(changed);
     const widened: Owned = { ...changed, cidrs: [...changed.cidrs, '192.0.2.0/24'] };
     // While the change travels either rule is acceptable; afterwards only the new one.
-    checker.expect(shoots.map((o) => (o === changed ? { ...before, rules: [...before.rules, ...expectation(widened).rules] } : expectation(o))));
+    const during = shoots.map((o) => (o === changed ? { ...before, rules: [...before.rules, ...expectation(widened).rules] } : expectation(o)));
+    checker.expect(during);
     await mergePatch(cp.kubeConfig, { apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension', name: 'acl', namespace: technicalID(changed.fixture) }, {
       metadata: { annotations: { 'gardener.cloud/operation': 'reconcile' } },
       spec: { providerConfig: allowRule(...widened.cidrs) },
@@ -244,7 +245,7 @@ describe('protection continuity through the fault matrix (real kube-apiserver)',
       checker.fault(`EnvoyFilter ${DEFAULT_GW.namespace}/${name}`);
       await deleteObject(cp.kubeConfig, filterRef(DEFAULT_GW.namespace, name));
       await faultSeen(`EnvoyFilter ${DEFAULT_GW.namespace}/${name}`);
-      await protectedNow(`repaired ${name} after an ACL change`, REPAIR_LIMIT_MS);
+      await protectedNow(`repaired ${name} after an ACL change`, REPAIR_LIMIT_MS, during);
     }
     shoots = shoots.map((o) => (o === changed ? widened : o));
     checker.expect(shoots.map(expectation));
@@ -256,11 +257,12 @@ describe('protection continuity through the fault matrix (real kube-apiserver)',
   it('20 -> 26 shoots and back: no shoot ever leaves every bucket', async () => {
     await createSeed(cp.kubeConfig, [], GROWTH.map((o) => o.fixture));
     // The old 20 must stay protected throughout; the new ones count from when they are first protected.
-    shoots = [...BASE, ...GROWTH];
+    const before = shoots;
+    shoots = [...before, ...GROWTH];
     await protectedNow('26 protected', 60_000);
     checker.expect(shoots.map(expectation));
     await settled('grown');
-    shoots = [...BASE];
+    shoots = before;
     checker.expect(shoots.map(expectation));
     for (const o of GROWTH) await deleteObject(cp.kubeConfig, { apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension', name: 'acl', namespace: technicalID(o.fixture) });
     await settled('shrunk');

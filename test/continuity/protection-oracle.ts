@@ -1,18 +1,24 @@
 // Whether a set of STORED objects protects every ACL shoot on every path, decided by DESIGN
-// section 3's oracle (test/oracle/acl-semantics.ts) and an RBAC evaluator that reads the stored
-// filters as Envoy would (test/oracle/rbac-evaluator.ts), never by the generator's own code.
+// section 3's oracle (test/oracle/acl-semantics.ts) and by the oracle's model of how Envoy runs
+// the stored filters (test/oracle/envoy-chain-evaluator.ts for the CONNECT listeners, whatever
+// form or mix of forms is stored; test/oracle/rbac-evaluator.ts for the SNI chains), never by the
+// generator's own code.
 //
-// Paths: the CONNECT ports of every gateway (the combined filters, both routing headers) and the
-// SNI chains of the shoot's own filters as its ManagedResource lists them (what the resource
-// manager applies). A gap is either "open" (a client the owner's rule refuses is admitted) or
-// "cut off" (a client every acceptable rule admits, e.g. the shoot's own nodes, is refused).
+// Paths: the CONNECT ports of every gateway (every stored combined object of the gateway's
+// namespace in the chain, in Istio's order, ECDS buckets resolved by name, on Envoy 1.37 and 1.40;
+// both routing headers) and the SNI chains of the shoot's own filters as its ManagedResource lists
+// them (what the resource manager applies). A gap is either "open" (a client the owner's rule
+// refuses is admitted) or "cut off" (a client every acceptable rule admits, e.g. the shoot's own
+// nodes, is refused, by a 403 or, for a listener naming a missing ECDS resource without a default,
+// a 500). What the objects hold decides, not whether a shoot's name appears in them.
 import { formatCidr, parseCidr, type Cidr } from '../../src/acl/cidr.js';
 import type { AclRule } from '../../src/acl/provider-config.js';
 import type { GeneratedEnvoyFilter } from '../../src/rbac/envoy-filter-types.js';
 import type { RbacRules } from '../../src/rbac/envoy-rbac-types.js';
 import { admits } from '../oracle/acl-semantics.js';
 import { addr } from '../oracle/addresses.js';
-import { connectRules } from '../oracle/placement.js';
+import { ENVOY_BEHAVIOURS, EnvoyConnectChain, type ConnectRequest, type EnvoyBehaviour } from '../oracle/envoy-chain-evaluator.js';
+import { isRecord } from '../oracle/placement.js';
 import { evalRbac } from '../oracle/rbac-evaluator.js';
 import { kapi, vpn } from '../support/decide.js';
 
@@ -74,10 +80,65 @@ function sniChains(filters: readonly GeneratedEnvoyFilter[], namespace: string, 
   return chains;
 }
 
+/**
+ * The CONNECT chain of one gateway and port on every supported Envoy, the later ones built only
+ * when a request needs them, and the verdicts it gave (the checker asks the same questions after
+ * every stored change, and its caller polls: while the stored objects stay the same, the answers do).
+ */
+class ChainsAt {
+  private readonly chains: (EnvoyConnectChain | undefined)[];
+  private readonly answered = new Map<string, { version: string; admitted: boolean }[]>();
+  constructor(
+    private readonly objects: readonly unknown[],
+    private readonly namespace: string,
+    private readonly port: number,
+  ) {
+    this.chains = ENVOY_BEHAVIOURS.map((behaviour, i) => (i === 0 ? this.build(behaviour) : undefined));
+  }
+
+  /** Whether this chain was built from exactly these objects (the informers replace an object on every change, never edit it). */
+  builtFrom(objects: readonly unknown[]): boolean {
+    return objects.length === this.objects.length && objects.every((o, i) => o === this.objects[i]);
+  }
+
+  private build(behaviour: EnvoyBehaviour): EnvoyConnectChain {
+    return new EnvoyConnectChain(this.objects, { namespace: this.namespace, port: this.port }, behaviour);
+  }
+
+  private chain(i: number): EnvoyConnectChain {
+    const chain = this.chains[i] ?? this.build(ENVOY_BEHAVIOURS[i] as EnvoyBehaviour);
+    this.chains[i] = chain;
+    return chain;
+  }
+
+  verdicts(request: ConnectRequest): { version: string; admitted: boolean }[] {
+    const key = JSON.stringify([request.headers, String(request.remote.value), request.remote.family, String(request.direct.value), request.direct.family]);
+    const known = this.answered.get(key);
+    if (known !== undefined) return known;
+    const verdicts = this.decide(request);
+    this.answered.set(key, verdicts);
+    return verdicts;
+  }
+
+  private decide(request: ConnectRequest): { version: string; admitted: boolean }[] {
+    const first = this.chain(0);
+    const run = first.run(request);
+    const verdicts = [{ version: first.behaviour.version, admitted: run.outcome.kind === 'passed' }];
+    if (run.versionNeutral) return verdicts;
+    for (let i = 1; i < ENVOY_BEHAVIOURS.length; i++) {
+      const chain = this.chain(i);
+      verdicts.push({ version: chain.behaviour.version, admitted: chain.admits(request) });
+    }
+    return verdicts;
+  }
+}
+
+/** The chains last built per gateway namespace and port, reused while the stored objects there are the same objects. */
+const chainCache = new Map<string, ChainsAt>();
+
 /** Every gap of the stored state, as stable one-line descriptions (sorted). */
 export function protectionGaps(state: StoredState, shoots: readonly ShootExpectation[], topology: Topology): string[] {
   const gaps = new Set<string>();
-  const combined = asFilters(state.combined);
   const judge = (where: string, shoot: ShootExpectation, client: string, admitted: () => boolean) => {
     const want = expected(shoot, client);
     if (want === undefined) return;
@@ -91,15 +152,46 @@ export function protectionGaps(state: StoredState, shoots: readonly ShootExpecta
     if (got && !want) gaps.add(`${shoot.technicalID} ${where}: open (admits ${client})`);
     if (!got && want) gaps.add(`${shoot.technicalID} ${where}: cut off (refuses ${client})`);
   };
+  // Per gateway and port: the chain as the first supported Envoy runs it, the others' only when a
+  // request could tell them apart (ChainRun.versionNeutral; the probes here never do). Objects the
+  // model cannot read make every shoot's verdict there unknown.
+  const chainsAt = (namespace: string, port: number): ChainsAt | Error => {
+    const key = `${namespace}:${port}`;
+    const objects = state.combined.filter((o) => isRecord(o) && isRecord(o['metadata']) && o['metadata']['namespace'] === namespace);
+    const cached = chainCache.get(key);
+    if (cached !== undefined && !(cached instanceof Error) && cached.builtFrom(objects)) return cached;
+    let found: ChainsAt | Error;
+    try {
+      found = new ChainsAt(objects, namespace, port);
+    } catch (error) {
+      found = error as Error;
+    }
+    // An unreadable state is not cached: it is judged again (and reported again) until it changes.
+    if (!(found instanceof Error)) chainCache.set(key, found);
+    return found;
+  };
   for (const shoot of shoots) {
     const clients = probes(shoot);
     for (const namespace of topology.gateways) {
       for (const port of topology.connectPorts) {
-        const rules = connectRules(combined, namespace, port);
+        const at = chainsAt(namespace, port);
         for (const headers of [[['x-gardener-destination', kapi(shoot.technicalID)]], [['reversed-vpn', vpn(shoot.technicalID)]]] as const) {
+          const where = `CONNECT ${namespace}:${port} ${headers[0][0]}`;
           for (const client of clients) {
             const a = addr(client);
-            judge(`CONNECT ${namespace}:${port} ${headers[0][0]}`, shoot, client, () => rules.every((r) => evalRbac(r, { remote: a, direct: a, headers })));
+            let verdicts: { version: string; admitted: boolean }[];
+            try {
+              if (at instanceof Error) throw at;
+              verdicts = at.verdicts({ headers, remote: a, direct: a });
+            } catch (error) {
+              judge(where, shoot, client, () => {
+                throw error;
+              });
+              continue;
+            }
+            // The same verdict on every Envoy is one line; where they differ, each says which Envoy.
+            if (verdicts.every((v) => v.admitted === verdicts[0]?.admitted)) judge(where, shoot, client, () => verdicts[0]?.admitted ?? true);
+            else for (const v of verdicts) judge(`${where} on Envoy ${v.version}`, shoot, client, () => v.admitted);
           }
         }
       }

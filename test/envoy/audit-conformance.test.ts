@@ -24,8 +24,13 @@ const ENFORCED = CONFORMANCE_SHOOTS;
 const AUDITED: TestShoot[] = ENFORCED.map((s) => (s.rule ? { ...s, rule: { ...s.rule, mode: 'audit' } } : s));
 const ACL_IDS = ENFORCED.filter((s) => s.rule).map((s) => s.id);
 
-const enforced = testSeed(ENFORCED, { observabilityDomain: DOMAIN });
-const audited = testSeed(AUDITED, { observabilityDomain: DOMAIN });
+// Pinned to the rules form: the CONNECT counts below are the rules form's (one shard, counted for
+// its first refusing policy in key order) and the gateway here takes listener patches only. The
+// matcher form's audit counters are checked in connect-matcher-conformance.test.ts; the SNI,
+// observability and legacy paths are the shoots' own filters, the same in every form.
+const RULES_FORM = { combinedForm: 'rules' } as const;
+const enforced = testSeed(ENFORCED, { observabilityDomain: DOMAIN, operator: RULES_FORM });
+const audited = testSeed(AUDITED, { observabilityDomain: DOMAIN, operator: RULES_FORM });
 /** What enforce mode would refuse: the counts audit mode must report. */
 const ENFORCE_ORACLE: readonly OracleShoot[] = enforced.oracle;
 const GENERATED = rulesFormOnly(allEnvoyFilters(buildSeedEnvoyFilters(audited.seed)));

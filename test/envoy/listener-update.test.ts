@@ -61,8 +61,16 @@ type Shape = 'ours' | 'reference';
 /** How the seed after the change is built and handed to Envoy. */
 type Variant = Shape | 'ours, CONNECT policies via ECDS' | 'ours, unchanged seed re-applied';
 
+/**
+ * Pinned to the rules form: this experiment is about policies delivered in the listeners (ours as
+ * the rules form writes them, the ECDS variant hands the same rules config over through ECDS) and
+ * its gateway places listener patches only. The product's ecds form is measured on Istio's own
+ * rendering (test/istio/ecds-rendered.test.ts), where an ACL change closes no tunnel either.
+ */
+const RULES_FORM = { combinedForm: 'rules' } as const;
+
 function envoyFiltersOf(shape: Shape, shoots: readonly TestShoot[]): unknown[] {
-  const { seed } = testSeed(shoots, { observabilityDomain: WILDCARD_DOMAIN });
+  const { seed } = testSeed(shoots, { observabilityDomain: WILDCARD_DOMAIN, operator: RULES_FORM });
   return shape === 'ours' ? allEnvoyFilters(buildSeedEnvoyFilters(seed)) : referenceExtensionFilters(seed);
 }
 
@@ -139,7 +147,7 @@ const ECDS_TIMEOUT_MS = 5_000;
 
 /** The combined filter's RBAC config for these shoots (two shoots: one shard; 8443 and 8132 carry the same policies). */
 function combinedRbacConfig(shoots: readonly TestShoot[]): unknown {
-  const combined = rulesFormOnly(buildSeedEnvoyFilters(testSeed(shoots).seed).combined);
+  const combined = rulesFormOnly(buildSeedEnvoyFilters(testSeed(shoots, { operator: RULES_FORM }).seed).combined);
   const patch = combined.find((filter) => filter.metadata.name.startsWith(`acl-connect-${GARDENER_PORT.httpProxy}-`))?.spec.configPatches[0];
   if (patch === undefined || combined.length !== 2) throw new Error('expected one combined shard per CONNECT port');
   return patch.patch.value.typed_config;
@@ -174,7 +182,7 @@ async function ecdsDelivery(): Promise<AclDelivery> {
   const ecds = await EcdsFile.create();
   await ecds.write(combinedRbacConfig(SHOOTS_BEFORE));
   const envoyFilters = (shoots: readonly TestShoot[]): unknown[] => {
-    const { perShoot } = buildSeedEnvoyFilters(testSeed(shoots, { observabilityDomain: WILDCARD_DOMAIN }).seed);
+    const { perShoot } = buildSeedEnvoyFilters(testSeed(shoots, { observabilityDomain: WILDCARD_DOMAIN, operator: RULES_FORM }).seed);
     return [...[...perShoot.values()].flat(), ecds.envoyFilter()];
   };
   return {

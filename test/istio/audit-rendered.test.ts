@@ -36,6 +36,14 @@ async function linesLogged(accessLog: string, marker: string): Promise<string[]>
   return [];
 }
 
+/** The audited shoot's gateway, rendered by Istio with the access-log format above, served by a real Envoy. */
+async function startAuditedGateway(objects: readonly JsonObject[]): Promise<{ gateway: IstioGateway; accessLog: string }> {
+  const accessLog = path.join(await mkdtemp(path.join(tmpdir(), 'acl-audit-log-')), 'access.log');
+  const gw = ingressGateway(FIXTURE_SHOOTS.find((s) => s.id === AUDITED)!.gateway);
+  const render = await renderGatewayWithIstio(istioInputObjects(objects, generateForSeed(objects)), { namespace: gw.namespace, labels: gatewayLabels(era, gw) }, meshConfig(accessLog));
+  return { gateway: await startIstioGateway(render), accessLog };
+}
+
 function withAudit(objects: readonly JsonObject[], technicalID: string): JsonObject[] {
   return objects.map((object) => {
     const metadata = isJsonObject(object['metadata']) ? object['metadata'] : {};
@@ -49,16 +57,10 @@ function withAudit(objects: readonly JsonObject[], technicalID: string): JsonObj
 describe(`audit mode through Istio's rendering (Gardener ${era.name} seed)`, () => {
   let gateway: IstioGateway;
   let accessLog: string;
-  const shoot = FIXTURE_SHOOTS.find((s) => s.id === AUDITED)!;
   const logged = (marker: string) => linesLogged(accessLog, marker);
 
   beforeAll(async () => {
-    accessLog = path.join(await mkdtemp(path.join(tmpdir(), 'acl-audit-log-')), 'access.log');
-    const objects = withAudit(gardenerSeedObjects(era), AUDITED);
-    const generated = generateForSeed(objects);
-    const gw = ingressGateway(shoot.gateway);
-    const render = await renderGatewayWithIstio(istioInputObjects(objects, generated), { namespace: gw.namespace, labels: gatewayLabels(era, gw) }, meshConfig(accessLog));
-    gateway = await startIstioGateway(render);
+    ({ gateway, accessLog } = await startAuditedGateway(withAudit(gardenerSeedObjects(era), AUDITED)));
   });
   afterAll(async () => {
     await gateway?.stop();
@@ -108,15 +110,10 @@ describe(`audit mode through Istio's rendering (Gardener ${era.name} seed)`, () 
 describe(`audit mode in the access log, combinedForm rules (Gardener ${era.name} seed)`, () => {
   let gateway: IstioGateway;
   let accessLog: string;
-  const shoot = FIXTURE_SHOOTS.find((s) => s.id === AUDITED)!;
   const logged = (marker: string) => linesLogged(accessLog, marker);
 
   beforeAll(async () => {
-    accessLog = path.join(await mkdtemp(path.join(tmpdir(), 'acl-audit-log-')), 'access.log');
-    const objects = withOperatorSettings(withAudit(gardenerSeedObjects(era), AUDITED), { combinedForm: 'rules' });
-    const gw = ingressGateway(shoot.gateway);
-    const render = await renderGatewayWithIstio(istioInputObjects(objects, generateForSeed(objects)), { namespace: gw.namespace, labels: gatewayLabels(era, gw) }, meshConfig(accessLog));
-    gateway = await startIstioGateway(render);
+    ({ gateway, accessLog } = await startAuditedGateway(withOperatorSettings(withAudit(gardenerSeedObjects(era), AUDITED), { combinedForm: 'rules' })));
   });
   afterAll(async () => {
     await gateway?.stop();

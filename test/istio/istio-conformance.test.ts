@@ -3,8 +3,9 @@
 // patches) go through istio-render for every ingress gateway of the seed, a real Envoy serves
 // each gateway, and every decision must equal DESIGN section 3 (the oracle). The fixture seed has
 // no OperatorConfiguration, so the operator defaults apply (the ecds form; both headers protected
-// on 8132 and 8443); the suite runs once more with the rules form, which seeds on an older Istio
-// set (its reading of "targets S" is every mention, the default's a routable first value).
+// on 8132 and 8443); the suite runs again with each other form an operator may set: matcher, and
+// rules, which seeds on an older Istio set (its reading of "targets S" is every mention, the
+// matcher forms' a routable first value).
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultOperatorConfig, isMatcherForm } from '../../src/acl/operator-config.js';
@@ -67,7 +68,7 @@ async function sniMismatch(gateway: IstioGateway, endpoint: SniEndpoint, client:
   return problems.length === 0 ? undefined : `${label}: ${problems.join('; ')}`;
 }
 
-const FORMS = [defaultOperatorConfig().combinedForm, 'rules'] as const;
+const FORMS = [defaultOperatorConfig().combinedForm, 'matcher', 'rules'] as const;
 
 describe.each(FORMS.flatMap((form) => ERA_NAMES.map((name) => [name, ERAS[name].summary, form] as const)))('Gardener %s seed (%s) rendered by Istio, served by real Envoys, combinedForm %s', (eraName, _summary, form) => {
   const era = ERAS[eraName];

@@ -41,6 +41,11 @@ export function wouldRefuse(shoot: OracleShoot, client: OracleClient): boolean {
   return !(rule.action === 'ALLOW' ? inRule || always : !inRule || always);
 }
 
+/** A header value as Envoy's HTTP codec keeps it: spaces and tabs around it dropped, nothing else. */
+export function codecTrimmed(value: string): string {
+  return value.replace(/^[ \t]+|[ \t]+$/g, '');
+}
+
 /**
  * Shoots a CONNECT request mentions: every value of every protected header (names compared
  * case-insensitively), split at ",", where an element mentions S if it contains `.<id>.` or
@@ -55,7 +60,7 @@ export function mentionedShoots(
   const wanted = new Set(protectedHeaders.map((h) => h.toLowerCase()));
   const elements: string[] = [];
   for (const name of wanted) {
-    const values = headers.filter(([n]) => n.toLowerCase() === name).map(([, v]) => v.trim());
+    const values = headers.filter(([n]) => n.toLowerCase() === name).map(([, v]) => codecTrimmed(v));
     if (values.length > 0) elements.push(...values.join(',').toLowerCase().split(','));
   }
   return shoots.filter((s) => {
@@ -97,7 +102,7 @@ export function routablyNamedShoots(
   const wanted = new Set(protectedHeaders.map((h) => h.toLowerCase()));
   const targets = new Set<string>();
   for (const name of wanted) {
-    const values = headers.filter(([n]) => n.toLowerCase() === name).map(([, v]) => v.trim());
+    const values = headers.filter(([n]) => n.toLowerCase() === name).map(([, v]) => codecTrimmed(v));
     const target = values.length > 0 ? routedTarget(values.join(',')) : undefined;
     if (target !== undefined) targets.add(target);
   }

@@ -1,9 +1,15 @@
+// Determinism and sharding of the combined CONNECT filters, in every form. Tests that read a form's
+// contents (shards' `rules.policies`, buckets' lookup maps) or count the objects one change rewrites
+// say which form they are about; how the objects decide is the oracle's (Decider).
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
+import { COMBINED_FORMS, type CombinedFormName } from '../../src/acl/operator-config.js';
+import type { OperatorConfig } from '../../src/acl/operator-config.js';
 import { buildCombinedConnectFilters, combinedConnectFilterStream, planCombinedConnectFilters } from '../../src/rbac/combined-connect-filters.js';
 import { buildSeedEnvoyFilters, allEnvoyFilters } from '../../src/rbac/seed-envoy-filters.js';
 import { fnv1a64, jumpHash, shardByHash } from '../../src/rbac/sharding.js';
+import { isRecord } from '../oracle/placement.js';
 import { Decider, vpn } from '../support/decide.js';
 import { DEFAULT_GATEWAY, ZONAL_GATEWAY, testSeed, type TestShoot } from '../support/test-seed.js';
 import { rulesFormOnly } from '../support/rules-form.js';
@@ -20,14 +26,29 @@ function manyShoots(count: number, cidrsPerShoot: number, salt = 0): TestShoot[]
   }));
 }
 
-function render(shoots: TestShoot[], maxObjectBytes?: number): string {
-  const { seed } = testSeed(shoots, { gateways: [DEFAULT_GATEWAY, ZONAL_GATEWAY], operator: maxObjectBytes ? { maxObjectBytes } : {} });
+function render(shoots: TestShoot[], operator: Partial<OperatorConfig>): string {
+  const { seed } = testSeed(shoots, { gateways: [DEFAULT_GATEWAY, ZONAL_GATEWAY], operator });
   return allEnvoyFilters(buildSeedEnvoyFilters(seed)).map((f) => stringify(f)).join('---\n');
 }
 
-describe('deterministic output', () => {
+/** The shoots an object's lookups hold (the keys `=<id>` of every exact-match map in its RBAC matchers), once per lookup. */
+function lookupIds(object: unknown): string[] {
+  const ids: string[] = [];
+  const walk = (node: unknown): void => {
+    if (Array.isArray(node)) for (const item of node as unknown[]) walk(item);
+    if (!isRecord(node)) return;
+    const map = isRecord(node['exact_match_map']) ? node['exact_match_map']['map'] : undefined;
+    if (isRecord(map)) ids.push(...Object.keys(map).map((key) => key.slice(1)));
+    for (const value of Object.values(node)) walk(value);
+  };
+  walk(object);
+  return ids;
+}
+
+describe.each(COMBINED_FORMS)('deterministic output (combinedForm %s)', (form) => {
   it('the order of shoots, CIDRs and headers in the input does not change a byte', () => {
     const shoots = manyShoots(40, 5);
+    const render = (input: TestShoot[]): string => renderIn(input, form);
     const reference = render(shoots);
     fc.assert(
       fc.property(fc.shuffledSubarray(shoots, { minLength: shoots.length }), fc.integer(), (shuffled, seed) => {
@@ -39,10 +60,15 @@ describe('deterministic output', () => {
   });
 });
 
+function renderIn(shoots: TestShoot[], form: CombinedFormName): string {
+  return render(shoots, { combinedForm: form });
+}
+
 describe('sharding of the combined CONNECT filters', () => {
-  it('keeps every object under the size budget and every shoot in exactly one shard per gateway', () => {
+  // Reads the shards' `rules.policies`, which only the rules form has.
+  it('rules form: keeps every object under the size budget and every shoot in exactly one shard per gateway', () => {
     const shoots = manyShoots(600, 50);
-    const { seed } = testSeed(shoots, { operator: { maxObjectBytes: 200 * 1024 } });
+    const { seed } = testSeed(shoots, { operator: { maxObjectBytes: 200 * 1024, combinedForm: 'rules' } });
     const combined = rulesFormOnly(buildSeedEnvoyFilters(seed).combined);
     expect(combined.length).toBeGreaterThan(1);
     for (const f of combined) expect(JSON.stringify(f).length).toBeLessThanOrEqual(200 * 1024);
@@ -50,6 +76,19 @@ describe('sharding of the combined CONNECT filters', () => {
       const ids = combined.filter((f) => f.metadata.name.startsWith(`acl-connect-${port}-`)).flatMap((f) => Object.keys(f.spec.configPatches[0]?.patch.value.typed_config.rules?.policies ?? {}));
       expect(ids.sort()).toEqual(shoots.map((s) => s.id).sort());
     }
+  });
+
+  // Reads the lookups' maps: a matcher shard looks each shoot up once per protected header and port, an ECDS bucket once.
+  it.each(['matcher', 'ecds'] as const)('%s form: keeps every object under the size budget and every shoot in exactly one lookup (ecds: per gateway; matcher: per header, port and gateway)', (form) => {
+    const shoots = manyShoots(600, 50);
+    const { seed } = testSeed(shoots, { operator: { maxObjectBytes: 200 * 1024, combinedForm: form } });
+    const combined = buildSeedEnvoyFilters(seed).combined;
+    const holding = combined.filter((f) => lookupIds(f).length > 0);
+    expect(holding.length).toBeGreaterThan(1);
+    for (const f of combined) expect(JSON.stringify(f).length, f.metadata.name).toBeLessThanOrEqual(200 * 1024);
+    const ids = holding.flatMap(lookupIds).sort();
+    const perShoot = form === 'ecds' ? 1 : seed.operator.protectedPorts.length * seed.operator.protectedHeaders.length;
+    expect(ids).toEqual(shoots.flatMap((s) => Array.from({ length: perShoot }, () => s.id)).sort());
   });
 
   it('the plan, the stream and the whole build give the same objects; an oversized shoot is left out of the plan and refused by the others with the same text', () => {
@@ -71,22 +110,30 @@ describe('sharding of the combined CONNECT filters', () => {
     expect(() => buildCombinedConnectFilters(withHuge)).toThrow(message);
   });
 
-  it('a change to one shoot rewrites only its own shard', () => {
+  it.each(COMBINED_FORMS)('a change to one shoot rewrites only its own shard or bucket (combinedForm %s)', (form) => {
     const shoots = manyShoots(600, 50);
-    const before = buildSeedEnvoyFilters(testSeed(shoots, { operator: { maxObjectBytes: 200 * 1024 } }).seed).combined;
+    const operator = { maxObjectBytes: 200 * 1024, combinedForm: form };
+    const before = buildSeedEnvoyFilters(testSeed(shoots, { operator }).seed).combined;
     const changed = shoots.map((s, i) => (i === 123 && s.rule ? { ...s, rule: { ...s.rule, cidrs: ['192.0.2.0/24'] } } : s));
-    const after = buildSeedEnvoyFilters(testSeed(changed, { operator: { maxObjectBytes: 200 * 1024 } }).seed).combined;
+    const after = buildSeedEnvoyFilters(testSeed(changed, { operator }).seed).combined;
     expect(after.map((f) => f.metadata.name)).toEqual(before.map((f) => f.metadata.name));
     const differing = after.filter((f, i) => JSON.stringify(f) !== JSON.stringify(before[i])).map((f) => f.metadata.name);
-    // The same shard index on each protected port.
-    expect(differing).toHaveLength(2);
-    expect(differing[0]?.slice(-3)).toBe(differing[1]?.slice(-3));
+    if (form === 'ecds') {
+      // One bucket, which no listener part changes with (the listeners name every bucket).
+      expect(differing).toEqual([expect.stringMatching(/^acl-connect-ecds-b\d{3}$/)]);
+      expect(lookupIds(after.find((f) => f.metadata.name === differing[0]))).toContain(shoots[123]?.id);
+    } else {
+      // The same shard index on each protected port.
+      expect(differing).toHaveLength(2);
+      expect(differing[0]?.slice(-3)).toBe(differing[1]?.slice(-3));
+    }
   });
 
-  it('sharded filters still enforce every shoot', () => {
+  it.each(COMBINED_FORMS)('sharded filters still enforce every shoot (combinedForm %s)', (form) => {
     const shoots = manyShoots(300, 20);
-    const d = new Decider(testSeed(shoots, { operator: { maxObjectBytes: 64 * 1024 } }).seed);
-    expect(d.filters.filter((f) => f.metadata.name.startsWith('acl-connect-')).length).toBeGreaterThan(4);
+    const d = new Decider(testSeed(shoots, { operator: { maxObjectBytes: 64 * 1024, combinedForm: form } }).seed);
+    expect(d.form).toBe(form);
+    expect(d.filters.filter((f) => f.metadata.name.startsWith('acl-connect-') && (form === 'rules' || lookupIds(f).length > 0)).length).toBeGreaterThan(4);
     for (const s of shoots.slice(0, 30)) {
       const inRule = s.rule?.cidrs[0]?.replace(/0\/24$/, '9') ?? '';
       expect(d.connect([['X-Gardener-Destination', vpn(s.id)]], inRule), s.id).toBe(s.rule?.action === 'ALLOW');

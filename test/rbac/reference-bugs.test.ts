@@ -1,18 +1,33 @@
 // Regression tests for the known bugs of the Go reference extension
-// (shared/docs/reference-extension.md sections 1.10 and 3): each must stay fixed here.
+// (shared/docs/reference-extension.md sections 1.10 and 3): each must stay fixed here, in every
+// form of the combined CONNECT filters where the property holds (decided by the oracle's model of
+// Envoy 1.37 and 1.40, which must agree). Where the forms read "targets S" differently (DESIGN
+// section 3), the rules form's test pins `combinedForm: 'rules'` and the matcher forms get their own.
 import { describe, expect, it } from 'vitest';
+import { COMBINED_FORMS, defaultOperatorConfig, type CombinedFormName } from '../../src/acl/operator-config.js';
 import { Decider, kapi, socket, vpn } from '../support/decide.js';
 import { testSeed } from '../support/test-seed.js';
 
 const OUTSIDE = '198.51.100.77';
 const INSIDE = '203.0.113.9';
 const NODE = '10.250.3.4';
+const DEFAULT_FORM = defaultOperatorConfig().combinedForm;
+const MATCHER_FORMS = COMBINED_FORMS.filter((form) => form !== 'rules');
 
-function seedOf(...shoots: Parameters<typeof testSeed>[0]) {
-  return new Decider(testSeed(shoots).seed);
-}
+it('the default form is among the forms these tests run', () => {
+  expect(COMBINED_FORMS).toContain(DEFAULT_FORM);
+  expect(new Decider(testSeed([]).seed).form).toBe(DEFAULT_FORM);
+});
 
-describe('reference extension bugs stay fixed', () => {
+describe.each(COMBINED_FORMS)('reference extension bugs stay fixed (combinedForm %s)', (form) => {
+  function seedOf(...shoots: Parameters<typeof testSeed>[0]) {
+    return new Decider(testSeed(shoots, { operator: { combinedForm: form } }).seed);
+  }
+
+  it('the seed is built in this form', () => {
+    expect(seedOf().form).toBe(form);
+  });
+
   it('foo vs foo-bar: an ACL on foo neither restricts nor is bypassed through foo-bar', () => {
     const d = seedOf({ id: 'shoot--p--foo', rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['203.0.113.0/24'] } }, { id: 'shoot--p--foo-bar' });
     expect(d.connect([['X-Gardener-Destination', vpn('shoot--p--foo-bar')]], OUTSIDE)).toBe(true);
@@ -66,6 +81,7 @@ describe('reference extension bugs stay fixed', () => {
     const domain = 'ingress.seed.example.com';
     const built = testSeed([{ id: 'shoot--bar--foo', rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['203.0.113.0/24'] } }, { id: 'shoot--x-bar--foo' }], {
       observabilityDomain: domain,
+      operator: { combinedForm: form },
     });
     const d = new Decider(built.seed);
     const chain = [`*.${domain}`];
@@ -73,14 +89,6 @@ describe('reference extension bugs stay fixed', () => {
     expect(d.sni(chain, `gu-bar--foo.${domain}`, OUTSIDE)).toBe(false);
     expect(d.sni(chain, `GU-BAR--FOO.${domain.toUpperCase()}`, OUTSIDE)).toBe(false);
     expect(d.sni(chain, `gu-bar--foo.${domain}`, INSIDE)).toBe(true);
-  });
-
-  it('the socket header form (Istio TLS termination) is restricted on both headers', () => {
-    const d = seedOf({ id: 'shoot--p--a', rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['203.0.113.0/24'] } });
-    for (const header of ['Reversed-VPN', 'X-Gardener-Destination', 'x-gardener-destination', 'REVERSED-vpn']) {
-      expect(d.connect([[header, socket('shoot--p--a')]], OUTSIDE), header).toBe(false);
-      expect(d.connect([[header, socket('shoot--p--a').toUpperCase()]], OUTSIDE), header).toBe(false);
-    }
   });
 
   it('a request naming two shoots in the two headers must satisfy both ACLs, in either order', () => {
@@ -96,13 +104,6 @@ describe('reference extension bugs stay fixed', () => {
     // An open shoot in one header does not lift the ACL named in the other.
     expect(d.connect(both('shoot--p--open', 'shoot--p--a'), OUTSIDE)).toBe(false);
     expect(d.connect(both('shoot--p--a', 'shoot--p--open'), INSIDE)).toBe(true);
-  });
-
-  it('repeated headers: a later value naming an ACL shoot is still checked', () => {
-    const d = seedOf({ id: 'shoot--p--a', rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['203.0.113.0/24'] } });
-    const headers = [['X-Gardener-Destination', 'outbound|443||kube-apiserver.other.svc.cluster.local'], ['X-Gardener-Destination', socket('shoot--p--a')]] as const;
-    expect(d.connect(headers, OUTSIDE)).toBe(false);
-    expect(d.connect(headers, INSIDE)).toBe(true);
   });
 
   it('HA VPN servers vpn-seed-server-0..4 are all covered', () => {
@@ -126,5 +127,57 @@ describe('reference extension bugs stay fixed', () => {
     expect(d.connect([['Reversed-VPN', vpn('shoot--p--a')]], OUTSIDE, { direct: '127.0.0.5' })).toBe(true);
     expect(d.connect([['Reversed-VPN', vpn('shoot--p--a')]], '127.0.0.5', { direct: OUTSIDE })).toBe(false);
     expect(d.connect([['Reversed-VPN', vpn('shoot--p--a')]], NODE, { direct: OUTSIDE })).toBe(true);
+  });
+});
+
+function deciderIn(form: CombinedFormName, ...shoots: Parameters<typeof testSeed>[0]): Decider {
+  return new Decider(testSeed(shoots, { operator: { combinedForm: form } }).seed);
+}
+
+// Only the rules form reads "targets S" as "mentions S anywhere" (case-insensitive, any value of a
+// repeated header): these two properties are that reading's, so they pin combinedForm rules.
+describe('rules form only (combinedForm rules: any mention is checked)', () => {
+  const seedOf = (...shoots: Parameters<typeof testSeed>[0]): Decider => deciderIn('rules', ...shoots);
+
+  it('the socket header form (Istio TLS termination) is restricted on both headers, in any case', () => {
+    const d = seedOf({ id: 'shoot--p--a', rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['203.0.113.0/24'] } });
+    for (const header of ['Reversed-VPN', 'X-Gardener-Destination', 'x-gardener-destination', 'REVERSED-vpn']) {
+      expect(d.connect([[header, socket('shoot--p--a')]], OUTSIDE), header).toBe(false);
+      expect(d.connect([[header, socket('shoot--p--a').toUpperCase()]], OUTSIDE), header).toBe(false);
+    }
+  });
+
+  it('repeated headers: a later value naming an ACL shoot is still checked', () => {
+    const d = seedOf({ id: 'shoot--p--a', rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['203.0.113.0/24'] } });
+    const headers = [['X-Gardener-Destination', 'outbound|443||kube-apiserver.other.svc.cluster.local'], ['X-Gardener-Destination', socket('shoot--p--a')]] as const;
+    expect(d.connect(headers, OUTSIDE)).toBe(false);
+    expect(d.connect(headers, INSIDE)).toBe(true);
+  });
+});
+
+// The matcher forms check what can route (DESIGN section 3): a protected header's joined value that
+// begins with a cluster name or socket of S, spelled exactly. What cannot route to S is not checked.
+describe.each(MATCHER_FORMS)('the matcher forms check what routes (combinedForm %s)', (form) => {
+  const seedOf = (...shoots: Parameters<typeof testSeed>[0]): Decider => deciderIn(form, ...shoots);
+
+  it('the socket header form (Istio TLS termination) is restricted on both headers, under any header-name case; a case variant of the value routes nowhere and is not checked', () => {
+    const d = seedOf({ id: 'shoot--p--a', rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['203.0.113.0/24'] } });
+    for (const header of ['Reversed-VPN', 'X-Gardener-Destination', 'x-gardener-destination', 'REVERSED-vpn']) {
+      expect(d.connect([[header, socket('shoot--p--a')]], OUTSIDE), header).toBe(false);
+      expect(d.connect([[header, socket('shoot--p--a')]], INSIDE), header).toBe(true);
+      expect(d.connect([[header, socket('shoot--p--a').toUpperCase()]], OUTSIDE), header).toBe(true);
+    }
+  });
+
+  it('repeated headers: the first value routes, so it is checked; a later value routes nowhere and is not checked', () => {
+    const d = seedOf({ id: 'shoot--p--a', rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['203.0.113.0/24'] } });
+    const other = 'outbound|443||kube-apiserver.other.svc.cluster.local';
+    const aFirst = [['X-Gardener-Destination', socket('shoot--p--a')], ['X-Gardener-Destination', other]] as const;
+    const aLater = [['X-Gardener-Destination', other], ['X-Gardener-Destination', socket('shoot--p--a')]] as const;
+    expect(d.connect(aFirst, OUTSIDE)).toBe(false);
+    expect(d.connect(aFirst, INSIDE)).toBe(true);
+    expect(d.connect(aLater, OUTSIDE)).toBe(true);
+    // A value that is not UTF-8 after the routable one does not hide it (Envoy 1.37's regex `.` stops there).
+    expect(d.connect([['X-Gardener-Destination', socket('shoot--p--a')], ['X-Gardener-Destination', '\xff']], OUTSIDE)).toBe(false);
   });
 });

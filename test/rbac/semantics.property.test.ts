@@ -1,15 +1,22 @@
 // Property tests: over random seeds, rules, clients and header combinations, the generated
-// RBAC decides exactly as DESIGN section 3 says (the oracle), on every path.
+// filters decide exactly as DESIGN section 3 says (the oracle), on every path, in every form of the
+// combined CONNECT filters (each against its own reading of "targets S"), as the oracle's model of
+// Envoy 1.37 and 1.40 runs them (test/oracle/envoy-chain-evaluator.ts, calibrated on the real
+// Envoys by test/envoy/oracle-vs-envoy.test.ts). The matcher forms also when damaged as Envoy could
+// see them (a bucket missing, `matcher` dropped): then every request naming a shoot routably is refused.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { formatAddress } from '../../src/acl/cidr.js';
-import { buildSeedEnvoyFilters, allEnvoyFilters } from '../../src/rbac/seed-envoy-filters.js';
-import { admits, connectAdmitted } from '../oracle/acl-semantics.js';
+import { COMBINED_FORMS, type CombinedFormName } from '../../src/acl/operator-config.js';
+import { buildSeedEnvoyFilters, allEnvoyFilters, type AnyGeneratedEnvoyFilter } from '../../src/rbac/seed-envoy-filters.js';
+import { admits, codecTrimmed, connectAdmitted, routedTarget } from '../oracle/acl-semantics.js';
 import type { Address } from '../oracle/addresses.js';
-import { connectRules, sniChainRules } from '../oracle/placement.js';
+import { ENVOY_BEHAVIOURS, EnvoyConnectChain, type ChainRun } from '../oracle/envoy-chain-evaluator.js';
+import { sniChainRules } from '../oracle/placement.js';
 import { evalRbac } from '../oracle/rbac-evaluator.js';
+import { readingOf } from '../support/decide.js';
+import { affectedPorts, definesEcdsResources, hasMatcher, nameOf, namespaceOf, withoutMatcher } from '../support/damaged-objects.js';
 import { DEFAULT_GATEWAY, ZONAL_GATEWAY, testSeed, type TestShoot } from '../support/test-seed.js';
-import { rulesFormOnly } from '../support/rules-form.js';
 
 // IDs chosen to collide under naive matching: prefixes, project suffixes, a legacy ID whose
 // socket form is a substring of another shoot's. (A legacy and a current ID of the same
@@ -38,7 +45,8 @@ const address: fc.Arbitrary<Address> = fc.oneof(
 );
 
 const cidrText = fc.oneof(
-  fc.tuple(v4Address, fc.integer({ min: 0, max: 32 })).map(([a, len]) => `${formatAddress(4, a)}/${len}`),
+  // /0 often: a DENY of everything ties with the matcher forms' "any other address" ranges, where the first listed must win.
+  fc.tuple(v4Address, fc.oneof(fc.integer({ min: 0, max: 32 }), fc.constantFrom(0, 8, 24, 32))).map(([a, len]) => `${formatAddress(4, a)}/${len}`),
   fc.tuple(v6Address, fc.oneof(fc.integer({ min: 0, max: 128 }), fc.constantFrom(0, 64, 96, 104, 120))).map(([a, len]) => `${formatAddress(6, a)}/${len}`),
 );
 
@@ -61,12 +69,25 @@ const shootsArb = fc.uniqueArray(fc.constantFrom(...ID_POOL), { minLength: 1, ma
   )),
 );
 
-const headerName = fc.constantFrom('Reversed-VPN', 'X-Gardener-Destination', 'x-gardener-destination', 'REVERSED-VPN', 'X-Other');
+// Protected headers in any case, an unprotected one, and the headers the matcher forms' extraction
+// sets (a client sending them must not choose the shoot or the address it is judged by).
+const headerName = fc.constantFrom(
+  'Reversed-VPN',
+  'X-Gardener-Destination',
+  'x-gardener-destination',
+  'REVERSED-VPN',
+  'X-Other',
+  'x-gardener-acl-target',
+  'x-gardener-acl-target-x-gardener-destination',
+  'x-gardener-acl-target-reversed-vpn',
+  'x-gardener-acl-remote-address',
+  'x-gardener-acl-direct-address',
+);
 const destination = fc
   .tuple(
     fc.constantFrom(...ID_POOL, 'shoot--zz--unknown'),
-    fc.constantFrom('vpn', 'vpn-ha', 'kapi', 'socket', 'socket-suffix', 'junk'),
-    fc.constantFrom('as-is', 'upper', 'prefixed', 'suffixed'),
+    fc.constantFrom('vpn', 'vpn-ha', 'kapi', 'socket', 'socket-suffix', 'junk', 'key', 'address'),
+    fc.constantFrom('as-is', 'as-is', 'upper', 'prefixed', 'suffixed', 'spaced', 'not-utf8-tail', 'utf8-tail', 'empty'),
   )
   .map(([id, form, variant]) => {
     const value = {
@@ -76,47 +97,126 @@ const destination = fc
       socket: `${id}--kube-apiserver-socket`,
       'socket-suffix': `x${id}--kube-apiserver-socket`,
       junk: id,
+      // What the extraction writes: a target key, an address every shoot admits.
+      key: `=${id}`,
+      address: '10.250.1.1',
     }[form];
     if (variant === 'upper') return value.toUpperCase();
     if (variant === 'prefixed') return `outbound|443||kube-apiserver.other.svc.cluster.local,${value}`;
     if (variant === 'suffixed') return `${value},junk`;
+    if (variant === 'spaced') return ` \t${value} `;
+    // Bytes after the value (the client writes latin1): not UTF-8, and UTF-8 (é).
+    if (variant === 'not-utf8-tail') return `${value}\xff`;
+    if (variant === 'utf8-tail') return `${value}\xc3\xa9`;
+    if (variant === 'empty') return '';
     return value;
   });
-const headersArb = fc.array(fc.tuple(headerName, destination), { maxLength: 4 });
+const headersArb = fc.array(fc.tuple(headerName, destination), { maxLength: 5 });
 
-function buildCase(shoots: { id: string; rule?: TestShoot['rule']; always: string[]; zonal: boolean }[]) {
+type ShootCase = { id: string; rule?: TestShoot['rule']; always: string[]; zonal: boolean };
+
+function buildCase(shoots: readonly ShootCase[], form?: CombinedFormName) {
   return testSeed(
     shoots.map((s) => ({ id: s.id, rule: s.rule, always: s.always, gateway: s.zonal ? ZONAL_GATEWAY : DEFAULT_GATEWAY })),
-    { gateways: [DEFAULT_GATEWAY, ZONAL_GATEWAY] },
+    { gateways: [DEFAULT_GATEWAY, ZONAL_GATEWAY], ...(form === undefined ? {} : { operator: { combinedForm: form } }) },
   );
 }
 
-describe('generated RBAC matches the ACL semantics (DESIGN section 3)', () => {
-  it('HTTP CONNECT: every gateway, every protected port, any header combination', () => {
+/** Every CONNECT chain of the seed: per gateway namespace, protected port and supported Envoy. */
+function chainsOf(objects: readonly AnyGeneratedEnvoyFilter[], namespaces: readonly string[], ports: readonly number[]) {
+  return namespaces.flatMap((namespace) =>
+    ports.flatMap((port) => ENVOY_BEHAVIOURS.map((behaviour) => ({ namespace, port, chain: new EnvoyConnectChain(objects, { namespace, port }, behaviour) }))),
+  );
+}
+
+/**
+ * The shoots a request names routably in a protected header, whether or not the seed knows them:
+ * namespaces shaped like a technical ID (`shoot-…`); another namespace (garden, `xshoot--p--a`) is
+ * no shoot's control plane.
+ */
+function everyRoutablyNamedShoot(headers: readonly (readonly [string, string])[], protectedHeaders: readonly string[]): string[] {
+  return protectedHeaders.flatMap((name) => {
+    const values = headers.filter(([n]) => n.toLowerCase() === name.toLowerCase()).map(([, v]) => codecTrimmed(v));
+    const id = values.length > 0 ? routedTarget(values.join(',')) : undefined;
+    return id?.startsWith('shoot-') ? [id] : [];
+  });
+}
+
+const MATCHER_FORMS = COMBINED_FORMS.filter((form) => form !== 'rules');
+
+/**
+ * What the continuity checker relies on to ask only one Envoy: a run the model calls version-neutral
+ * (no repeated header, only ASCII) gets the same outcome on every supported Envoy.
+ */
+function expectNeutralRunsAgree(runs: readonly { namespace: string; port: number; chain: EnvoyConnectChain; run: ChainRun }[]): void {
+  for (const { namespace, port, chain, run } of runs) {
+    if (!run.versionNeutral) continue;
+    for (const other of runs.filter((r) => r.namespace === namespace && r.port === port && r.chain !== chain)) {
+      expect(other.run.outcome.kind, `${namespace}:${port}: neutral on Envoy ${chain.behaviour.version} (${run.outcome.kind}), not on ${other.chain.behaviour.version}`).toBe(run.outcome.kind);
+    }
+  }
+}
+
+describe.each(COMBINED_FORMS)('combinedForm %s: the generated CONNECT filters decide as DESIGN section 3 reads "targets S" for the form', (form) => {
+  it('every gateway, every protected port, Envoy 1.37 and 1.40, any header combination, adversarial headers and bytes', () => {
     fc.assert(
       fc.property(shootsArb, headersArb, address, address, (shoots, headers, remote, direct) => {
-        const { seed, oracle } = buildCase(shoots);
-        const filters = rulesFormOnly(allEnvoyFilters(buildSeedEnvoyFilters(seed)));
-        const expected = connectAdmitted(headers, { remote, direct }, seed.operator.protectedHeaders, oracle);
-        for (const gateway of seed.gateways) {
-          for (const port of seed.operator.protectedPorts) {
-            const rules = connectRules(filters, gateway.namespace, port);
-            for (const repeatedHeaders of ['individually', 'joined'] as const) {
-              const actual = rules.every((r) => evalRbac(r, { remote, direct, headers, repeatedHeaders }));
-              expect(actual, `${gateway.namespace}:${port} ${repeatedHeaders} ${JSON.stringify(headers)}`).toBe(expected);
-            }
-          }
+        const { seed, oracle } = buildCase(shoots, form);
+        expect(seed.operator.combinedForm).toBe(form);
+        const objects = allEnvoyFilters(buildSeedEnvoyFilters(seed));
+        const expected = connectAdmitted(headers, { remote, direct }, seed.operator.protectedHeaders, oracle, readingOf(form));
+        const runs = chainsOf(objects, seed.gateways.map((g) => g.namespace), seed.operator.protectedPorts).map(({ namespace, port, chain }) => ({ namespace, port, chain, run: chain.run({ headers, remote, direct }) }));
+        for (const { namespace, port, chain, run } of runs) {
+          expect(run.outcome.kind === 'passed', `${namespace}:${port} Envoy ${chain.behaviour.version} ${JSON.stringify(headers)}: ${JSON.stringify(run.outcome)}`).toBe(expected);
         }
+        expectNeutralRunsAgree(runs);
       }),
-      { numRuns: 400 },
+      { numRuns: 250 },
     );
   });
+});
 
+type Damage = 'matcher dropped everywhere' | 'matcher dropped in one object' | 'a bucket missing';
+
+describe.each(MATCHER_FORMS)('combinedForm %s, damaged as Envoy could see it', (form) => {
+  const damages: readonly Damage[] = form === 'ecds' ? ['matcher dropped everywhere', 'matcher dropped in one object', 'a bucket missing'] : ['matcher dropped everywhere', 'matcher dropped in one object'];
+
+  it('where the damage reaches, every request naming a shoot routably (with or without ACL, known or not) is refused and every other one passes; elsewhere nothing changes', () => {
+    fc.assert(
+      fc.property(shootsArb, headersArb, address, address, fc.constantFrom(...damages), fc.nat(), (shoots, headers, remote, direct, damage, pick) => {
+        const { seed, oracle } = buildCase(shoots, form);
+        const objects = allEnvoyFilters(buildSeedEnvoyFilters(seed));
+        const candidates = objects.filter(damage === 'a bucket missing' ? definesEcdsResources : hasMatcher);
+        // The matcher form has no objects without an ACL shoot: nothing to damage.
+        fc.pre(candidates.length > 0);
+        const victim = candidates[pick % candidates.length] as AnyGeneratedEnvoyFilter;
+        const damaged =
+          damage === 'a bucket missing'
+            ? objects.filter((o) => o !== victim)
+            : objects.map((o) => (damage === 'matcher dropped everywhere' || o === victim ? withoutMatcher(o) : o));
+        const reached = (namespace: string, port: number): boolean =>
+          damage === 'matcher dropped everywhere' ? objects.some((o) => hasMatcher(o) && namespaceOf(o) === namespace && affectedPorts(o, seed.operator.protectedPorts).includes(port)) : namespaceOf(victim) === namespace && affectedPorts(victim, seed.operator.protectedPorts).includes(port);
+        const { protectedHeaders } = seed.operator;
+        const intact = connectAdmitted(headers, { remote, direct }, protectedHeaders, oracle, 'routable');
+        const namesNone = everyRoutablyNamedShoot(headers, protectedHeaders).length === 0;
+        const runs = chainsOf(damaged, seed.gateways.map((g) => g.namespace), seed.operator.protectedPorts).map(({ namespace, port, chain }) => ({ namespace, port, chain, run: chain.run({ headers, remote, direct }) }));
+        for (const { namespace, port, chain, run } of runs) {
+          const expected = reached(namespace, port) ? namesNone : intact;
+          expect(run.outcome.kind === 'passed', `${damage} (${nameOf(victim)}) ${namespace}:${port} Envoy ${chain.behaviour.version} ${JSON.stringify(headers)}: ${JSON.stringify(run.outcome)}`).toBe(expected);
+        }
+        expectNeutralRunsAgree(runs);
+      }),
+      { numRuns: 150 },
+    );
+  });
+});
+
+describe('the shoots’ own SNI filters match the ACL semantics (DESIGN section 3), whatever the combined form', () => {
   it('SNI: each ACL shoot chain admits exactly what its rule admits; other chains carry no filter', () => {
     fc.assert(
       fc.property(shootsArb, address, address, (shoots, remote, direct) => {
         const { seed, oracle } = buildCase(shoots);
-        const filters = rulesFormOnly(allEnvoyFilters(buildSeedEnvoyFilters(seed)));
+        const filters = allEnvoyFilters(buildSeedEnvoyFilters(seed));
         for (const shoot of shoots) {
           const gateway = shoot.zonal ? ZONAL_GATEWAY : DEFAULT_GATEWAY;
           const rules = sniChainRules(filters, gateway.namespace, seed.operator.sniPort, [`api.${shoot.id}.example.com`]);
@@ -135,7 +235,7 @@ describe('generated RBAC matches the ACL semantics (DESIGN section 3)', () => {
     fc.assert(
       fc.property(shootsArb, fc.constantFrom(...ID_POOL), fc.constantFrom('p', 'gu', 'api', 'x-p', 'otc'), address, (shoots, target, prefix, remote) => {
         const { seed, oracle } = testSeed(shoots.map((s) => ({ id: s.id, rule: s.rule, always: s.always })), { observabilityDomain: domain });
-        const filters = rulesFormOnly(allEnvoyFilters(buildSeedEnvoyFilters(seed)));
+        const filters = allEnvoyFilters(buildSeedEnvoyFilters(seed));
         const short = target.replace(/^shoot--?/, '');
         const sni = `${prefix}-${short}.${domain}`;
         const rules = sniChainRules(filters, DEFAULT_GATEWAY.namespace, seed.operator.sniPort, [`*.${domain}`]);

@@ -221,7 +221,8 @@ export async function connectMismatches(
 /**
  * What the matcher forms' fallback `rules` decide once `matcher` is gone (a lenient decoder, a
  * missing ECDS bucket's default): every shoot a protected header names routably, with or without
- * an ACL, refuses every client; a request naming none passes. An oracle of every such shoot.
+ * an ACL, refuses every client; a request naming none (or another namespace) passes. An oracle of
+ * every such shoot.
  */
 export function everyNamedShootRefuses(cases: readonly { readonly headers: Headers }[], protectedHeaders: readonly string[]): OracleShoot[] {
   const ids = new Set<string>();
@@ -229,7 +230,8 @@ export function everyNamedShootRefuses(cases: readonly { readonly headers: Heade
     for (const name of protectedHeaders) {
       const values = headers.filter(([n]) => n.toLowerCase() === name.toLowerCase()).map(([, v]) => v.trim());
       const id = values.length > 0 ? routedTarget(values.join(',')) : undefined;
-      if (id !== undefined) ids.add(id);
+      // The fallback refuses shoots' namespaces (technical IDs start with `shoot-`), not other namespaces such as garden.
+      if (id?.startsWith('shoot-')) ids.add(id);
     }
   }
   // An ALLOW rule of one reserved address admits none of the matrix's clients.

@@ -1,27 +1,62 @@
-// Decisions of the generated filters for one request, via the RBAC evaluator.
+// Decisions of the generated filters for one request, through the oracle's model of Envoy
+// (test/oracle/envoy-chain-evaluator.ts), for whichever combined form the seed's operator
+// configuration names (the default form unless a test pins another).
+import type { CombinedFormName } from '../../src/acl/operator-config.js';
 import type { SeedAcl } from '../../src/acl/model.js';
-import type { GeneratedEnvoyFilter } from '../../src/rbac/envoy-filter-types.js';
-import { allEnvoyFilters, buildSeedEnvoyFilters } from '../../src/rbac/seed-envoy-filters.js';
+import { allEnvoyFilters, buildSeedEnvoyFilters, type AnyGeneratedEnvoyFilter } from '../../src/rbac/seed-envoy-filters.js';
+import type { TargetReading } from '../oracle/acl-semantics.js';
 import { addr } from '../oracle/addresses.js';
-import { connectRules, sniChainRules } from '../oracle/placement.js';
+import { ENVOY_BEHAVIOURS, EnvoyConnectChain, type EnvoyBehaviour } from '../oracle/envoy-chain-evaluator.js';
+import { sniChainRules } from '../oracle/placement.js';
 import { evalRbac } from '../oracle/rbac-evaluator.js';
-import { rulesFormOnly } from './rules-form.js';
 
 export type Headers = readonly (readonly [string, string])[];
 
+/** How a form of the combined filters reads "the request targets S" (DESIGN section 3). */
+export function readingOf(form: CombinedFormName): TargetReading {
+  return form === 'rules' ? 'mentions' : 'routable';
+}
+
 export class Decider {
-  readonly filters: readonly GeneratedEnvoyFilter[];
-  constructor(readonly seed: SeedAcl) {
-    this.filters = rulesFormOnly(allEnvoyFilters(buildSeedEnvoyFilters(seed)));
+  readonly filters: readonly AnyGeneratedEnvoyFilter[];
+  private readonly chains = new Map<string, EnvoyConnectChain[]>();
+
+  constructor(
+    readonly seed: SeedAcl,
+    /** The Envoys whose verdicts must agree (default: every supported version). */
+    private readonly behaviours: readonly EnvoyBehaviour[] = ENVOY_BEHAVIOURS,
+  ) {
+    this.filters = allEnvoyFilters(buildSeedEnvoyFilters(seed));
   }
 
-  /** Does a CONNECT with these headers from `remote` pass every protected port of `namespace`? */
+  get form(): CombinedFormName {
+    return this.seed.operator.combinedForm;
+  }
+
+  get reading(): TargetReading {
+    return readingOf(this.form);
+  }
+
+  private chainsFor(namespace: string, port: number): EnvoyConnectChain[] {
+    const key = `${namespace}:${port}`;
+    let chains = this.chains.get(key);
+    if (chains === undefined) {
+      chains = this.behaviours.map((b) => new EnvoyConnectChain(this.filters, { namespace, port }, b));
+      this.chains.set(key, chains);
+    }
+    return chains;
+  }
+
+  /** Does a CONNECT with these headers from `remote` pass every protected port of `namespace`, on every supported Envoy? */
   connect(headers: Headers, remote: string, options: { direct?: string; namespace?: string } = {}): boolean {
-    const ctx = { remote: addr(remote), direct: addr(options.direct ?? remote), headers };
+    const request = { headers, remote: addr(remote), direct: addr(options.direct ?? remote) };
     const ns = options.namespace ?? 'istio-ingress';
-    const verdicts = this.seed.operator.protectedPorts.map((port) => connectRules(this.filters, ns, port).every((r) => evalRbac(r, ctx)));
-    if (new Set(verdicts).size !== 1) throw new Error(`ports disagree: ${verdicts.join(',')}`);
-    return verdicts[0] as boolean;
+    const verdicts = this.seed.operator.protectedPorts.flatMap((port) =>
+      this.chainsFor(ns, port).map((chain) => ({ where: `port ${port} on Envoy ${chain.behaviour.version}`, outcome: chain.decide(request) })),
+    );
+    const admitted = new Set(verdicts.map((v) => v.outcome.kind === 'passed'));
+    if (admitted.size !== 1) throw new Error(`ports or Envoy versions disagree on ${JSON.stringify(headers)} from ${remote}: ${verdicts.map((v) => `${v.where}: ${JSON.stringify(v.outcome)}`).join('; ')}`);
+    return [...admitted][0] as boolean;
   }
 
   /** Does a TLS connection with this SNI reach the chain whose server names are `chainHosts`? */
