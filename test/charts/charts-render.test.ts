@@ -1,5 +1,6 @@
 // The charts under Helm itself (built from its Go module): lint, render, schema rejections with
 // the message an operator sees, and agreement with the code the charts configure.
+import { CONTROLLER_DEFAULTS } from '../../src/actuator/controller-defaults.js';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { parseOperatorConfig } from '../../src/acl/operator-config.js';
@@ -142,9 +143,20 @@ describe('seed chart rendering', () => {
     expect((find(await renderChart(SEED_CHART), 'Deployment', 'gardener-acl') as unknown as { metadata: { annotations?: unknown } }).metadata.annotations).toBeUndefined();
   });
 
-  it('the default OperatorConfiguration is what the controller would use without --config', async () => {
-    const configYaml = (find(await renderChart(SEED_CHART), 'ConfigMap').data as Record<string, string>)['config.yaml'] ?? '';
-    expect(parseOperatorConfig(parseYaml(configYaml))).toEqual(parseOperatorConfig({ apiVersion: 'acl.gardener.cloud/v1alpha1', kind: 'OperatorConfiguration' }));
+  it('the default OperatorConfiguration is what the controller would use without --config: the ecds form; the controller flags are the command\'s defaults', async () => {
+    const objects = await renderChart(SEED_CHART);
+    const configYaml = (find(objects, 'ConfigMap').data as Record<string, string>)['config.yaml'] ?? '';
+    const parsed = parseOperatorConfig(parseYaml(configYaml));
+    expect(parsed).toEqual(parseOperatorConfig({ apiVersion: 'acl.gardener.cloud/v1alpha1', kind: 'OperatorConfiguration' }));
+    expect(parsed.ok && [parsed.config.combinedForm, parsed.config.ecdsBuckets, parsed.config.maxObjectBytes]).toEqual(['ecds', 48, 512 * 1024]);
+    const args = podSpec(objects, 'gardener-acl').template.spec.containers[0]?.args ?? [];
+    expect(args).toEqual(
+      expect.arrayContaining([
+        `--workers=${CONTROLLER_DEFAULTS.workers}`,
+        `--resync-period=${CONTROLLER_DEFAULTS.resyncPeriod}`,
+        `--combined-min-interval=${CONTROLLER_DEFAULTS.combinedMinInterval}`,
+      ]),
+    );
   });
 
   it('grants exactly the rules in the table, nothing broader', async () => {
