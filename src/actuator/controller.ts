@@ -36,7 +36,7 @@ import { WorkQueue } from '../kube/work-queue.js';
 import { MANAGED_BY, MANAGED_BY_LABEL, ROLE_LABEL } from '../rbac/envoy-filter-types.js';
 import type { ClusterClient } from './cluster-client.js';
 import { CombinedSyncer } from './combined-syncer.js';
-import { combinedSyncDelay, listenerWriteDelay, type CombinedPace } from './combined-pace.js';
+import { MAX_COMBINED_PACE_MS, combinedSyncDelay, listenerWriteDelay, type CombinedPace } from './combined-pace.js';
 import { AclActuator } from './acl-actuator.js';
 import { ExtensionReconciler } from './extension-reconciler.js';
 import { hasShootClass, shootNeedsForceDeletion, skipReason } from './handled-extensions.js';
@@ -131,7 +131,10 @@ export class AclController {
   constructor(private readonly options: ControllerOptions) {
     const { kubeConfig, logger, registry } = options;
     this.queue = new WorkQueue({ name: 'acl', metrics: createWorkQueueMetrics(registry) });
-    this.combinedQueue = new WorkQueue({ name: 'acl-combined', metrics: createWorkQueueMetrics(registry) });
+    // A failing combined sync is retried at most MAX_COMBINED_PACE_MS apart: every stored change
+    // during a lasting refusal counts as a failure, and with client-go's 1,000 s cap a burst of
+    // them (a hundred deleted buckets) held the repair for a quarter of an hour after the refusal ended.
+    this.combinedQueue = new WorkQueue({ name: 'acl-combined', metrics: createWorkQueueMetrics(registry), rateLimiter: { maxDelayMs: MAX_COMBINED_PACE_MS } });
     const informer = <T extends { metadata: { name: string; namespace?: string } }>(
       watched: WatchedResource,
       parse: (raw: unknown) => T | undefined,

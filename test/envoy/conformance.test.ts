@@ -1,8 +1,11 @@
 // The data-plane conformance suite: a real Envoy, serving a Gardener-shaped gateway with the
 // generated EnvoyFilters placed in it, decides a generated adversarial matrix of real
-// connections; every decision must equal DESIGN section 3 (the oracle).
+// connections; every decision must equal DESIGN section 3 (the oracle). The gateways run the
+// default form (ecds, its buckets served as Envoy runs them once ECDS delivered them) and the
+// rules form, each judged by its reading of "targets S".
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { normalizeCidrSet } from '../../src/acl/cidr.js';
+import { isMatcherForm, type CombinedFormName } from '../../src/acl/operator-config.js';
 import { allEnvoyFilters, buildSeedEnvoyFilters } from '../../src/rbac/seed-envoy-filters.js';
 import { admits, type OracleShoot } from '../oracle/acl-semantics.js';
 import {
@@ -28,16 +31,18 @@ import { startLiveGateway, type LiveGateway } from './live-gateway.js';
 const SHOOTS = CONFORMANCE_SHOOTS;
 const built = testSeed(SHOOTS, { observabilityDomain: DOMAIN });
 const ORACLE: readonly OracleShoot[] = built.oracle;
-const GENERATED = allEnvoyFilters(buildSeedEnvoyFilters(built.seed));
+const FORMS = [built.seed.operator.combinedForm, 'rules'] as const;
+const generated = (form: CombinedFormName) => allEnvoyFilters(buildSeedEnvoyFilters(testSeed(SHOOTS, { observabilityDomain: DOMAIN, operator: { combinedForm: form } }).seed));
+const GENERATED = generated(built.seed.operator.combinedForm);
 const gatewaySpec = conformanceGatewaySpec;
 
 describe.each(CONFORMANCE_ENVOY_VERSIONS)('on Envoy %s', (envoyVersion) => {
-  describe.each(['v1.130-v1.138', 'v1.139-v1.147'] as const)('conformance on a Gardener %s gateway (real Envoy)', (era) => {
+  describe.each(FORMS.flatMap((form) => (['v1.130-v1.138', 'v1.139-v1.147'] as const).map((era) => [era, form] as const)))('conformance on a Gardener %s gateway, combinedForm %s (real Envoy)', (era, form) => {
     let gateway: LiveGateway;
     const clusters = new Set(gatewayUpstreams(gatewaySpec(era)).map((u) => u.cluster));
 
     beforeAll(async () => {
-      gateway = await startLiveGateway({ ...gatewaySpec(era), envoyVersion, envoyFilters: GENERATED });
+      gateway = await startLiveGateway({ ...gatewaySpec(era), envoyVersion, envoyFilters: generated(form) });
     });
     afterAll(async () => {
       await gateway?.stop();
@@ -54,7 +59,15 @@ describe.each(CONFORMANCE_ENVOY_VERSIONS)('on Envoy %s', (envoyVersion) => {
         const regex = new RegExp(era === 'v1.139-v1.147' ? DESTINATION_HEADER_REGEX.v1_139 : DESTINATION_HEADER_REGEX.v1_114);
         const deniedStat = `http.${hcmStatPrefix(port)}.rbac.denied`;
         const deniedBefore = await gateway.envoy.stat(deniedStat);
-        const expectation = { oracle: ORACLE, protectedHeaders: built.seed.operator.protectedHeaders, routeHeader, routeRegex: regex, routeRepeatedHeaders: routeRepeatedHeaders(envoyVersion), clusters };
+        const expectation = {
+          oracle: ORACLE,
+          protectedHeaders: built.seed.operator.protectedHeaders,
+          routeHeader,
+          routeRegex: regex,
+          routeRepeatedHeaders: routeRepeatedHeaders(envoyVersion),
+          clusters,
+          reading: isMatcherForm(form) ? ('routable' as const) : ('mentions' as const),
+        };
         const cases = connectCases();
         const mismatches = await connectMismatches(gateway, port, cases, expectation);
         expect(cases.length).toBeGreaterThan(500);

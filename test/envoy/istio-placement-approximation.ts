@@ -79,6 +79,17 @@ const configPatchSchema = z
     message: 'the approximation supports FILTER_CHAIN ADD and REMOVE only',
   });
 
+/**
+ * An ECDS resource or a listener patch of the subset: told apart by `applyTo`, so that a patch
+ * outside the subset is refused with the error of its own field.
+ */
+const anyPatchSchema = z.unknown().transform((patch, ctx) => {
+  const parsed = isJsonObject(patch) && patch['applyTo'] === 'EXTENSION_CONFIG' ? extensionConfigPatchSchema.safeParse(patch) : configPatchSchema.safeParse(patch);
+  if (parsed.success) return parsed.data;
+  for (const issue of parsed.error.issues) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
+  return z.NEVER;
+});
+
 const envoyFilterSchema = z.object({
   apiVersion: z.string().startsWith('networking.istio.io/'),
   kind: z.literal('EnvoyFilter'),
@@ -91,7 +102,7 @@ const envoyFilterSchema = z.object({
     workloadSelector: z.strictObject({ labels: z.record(z.string(), z.string()).default({}) }).optional(),
     targetRefs: z.array(z.unknown()).optional(),
     priority: z.number().int().default(0),
-    configPatches: z.array(z.union([extensionConfigPatchSchema, configPatchSchema])).default([]),
+    configPatches: z.array(anyPatchSchema).default([]),
   }),
 });
 

@@ -73,7 +73,8 @@ describe('streaming render', () => {
       let err = '';
       const code = await renderCommand(['--output', output, dir], { stdout: (t) => (out += t), stderr: (t) => (err += t) });
       expect({ code, out }).toEqual({ code: 2, out: '' });
-      expect(err).toMatch(/^error: seed: cannot shard: the combined CONNECT policy of shoot--\S+ needs \d+ bytes, more than the 12288 bytes one combined filter may hold/m);
+      // The default form's bucket: 16 KiB less its lookups and guards.
+      expect(err).toMatch(/^error: seed: the combined CONNECT policy of shoot--team--prod-eu needs \d+ bytes, more than the 8721 bytes one combined filter may hold \(operator maxObjectBytes 16384 minus 7663 for the object around it\); list fewer or wider CIDRs, or raise maxObjectBytes$/m);
     }
   });
 });
