@@ -9,28 +9,16 @@ import { performance } from 'node:perf_hooks';
 import { ERAS } from '../test/istio/eras.js';
 import { generateForSeed, istioInputObjects, withOperatorSettings } from '../test/istio/istio-rendered-seed.js';
 import { renderGatewayWithIstio } from '../test/istio/istio-render.js';
-import { gardenerSeedObjects, gatewayLabels, ingressGateway, type FixtureShoot } from '../test/istio/seed-fixture.js';
+import { gardenerSeedObjects, gatewayLabels, ingressGateway } from '../test/istio/seed-fixture.js';
+import { gatewaySeedShoots } from './gateway-seed-shoots.js';
 
 const SIZES = (process.argv[2] ?? '100,300,1000').split(',').map(Number);
 const era = ERAS['v1.145'];
 const gateway = ingressGateway('default');
 
-function shoots(count: number): FixtureShoot[] {
-  return Array.from({ length: count }, (_u, i) => ({
-    id: `shoot--b${i % 50}--s${i}`,
-    project: `b${i % 50}`,
-    name: `s${i}`,
-    gateway: 'default',
-    rule: { action: 'ALLOW', type: 'remote_ip', cidrs: [`203.0.${i % 256}.0/24`] },
-    tlsTermination: false,
-    ...(i % 2 === 0 ? { haVpnServers: 2 } : {}),
-    apiserverIP: `240.1.${i >> 8}.${i & 255}`,
-    egressCIDRs: [`198.18.${i >> 8}.${i & 255}/32`],
-  }));
-}
 
 async function renderSeconds(count: number, tunnelRevocation: 'none' | 'hop'): Promise<{ seconds: number; clusters: number; listeners: number }> {
-  const objects = withOperatorSettings(gardenerSeedObjects(era, shoots(count)), { combinedForm: 'ecds', tunnelRevocation });
+  const objects = withOperatorSettings(gardenerSeedObjects(era, gatewaySeedShoots(count)), { combinedForm: 'ecds', tunnelRevocation });
   const input = istioInputObjects(objects, generateForSeed(objects));
   const start = performance.now();
   const render = await renderGatewayWithIstio(input, { namespace: gateway.namespace, labels: gatewayLabels(era, gateway) });

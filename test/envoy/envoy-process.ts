@@ -108,7 +108,7 @@ async function sleep(ms: number): Promise<void> {
 }
 
 /** Calls `probe` until it returns a value; throws after `timeoutMs` (or as soon as `probe` throws). */
-async function pollUntil<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
+export async function pollUntil<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();

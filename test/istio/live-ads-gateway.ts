@@ -59,11 +59,12 @@ export interface LiveAdsGateway extends Omit<IstioGateway, 'replaceListeners'> {
   serveLog(): string;
 }
 
-const readySchema = z.object({ xds: z.string(), node: z.record(z.string(), z.json()) });
+/** The serve tool's first line (see serve.go). */
+export const readySchema = z.object({ xds: z.string(), node: z.record(z.string(), z.json()) });
 const replySchema = z.object({ applied: z.number().optional(), error: z.string().optional() });
 
-/** The serve tool's process: one JSON line out per line in. */
-class ServeProcess {
+/** The serve tool's process: one JSON line out per line in. Exported for benches that drive `istio-render serve` with their own flags (bench/istiod-push.ts). */
+export class ServeProcess {
   private readonly lines: string[] = [];
   private waiting: ((line: string | undefined) => void) | undefined;
   private stderr = '';
@@ -120,7 +121,8 @@ class ServeProcess {
   }
 }
 
-function xdsBootstrap(node: JsonObject, xds: BoundAddress, secrets: readonly JsonObject[]): JsonObject {
+/** An Envoy bootstrap taking listeners, clusters (and the ECDS resources they name) over delta ADS from the serve tool at `xds`. */
+export function xdsBootstrap(node: JsonObject, xds: BoundAddress, secrets: readonly JsonObject[]): JsonObject {
   return {
     node,
     dynamic_resources: {
@@ -147,7 +149,8 @@ function xdsBootstrap(node: JsonObject, xds: BoundAddress, secrets: readonly Jso
   };
 }
 
-function parseAddress(address: string): BoundAddress {
+/** The serve tool's `xds` address; refuses anything outside 127.0.0.0/8. */
+export function parseAddress(address: string): BoundAddress {
   const match = /^(127(?:\.\d{1,3}){3}):(\d{1,5})$/.exec(address);
   if (match?.[1] === undefined || match[2] === undefined || !isLoopbackAddress(match[1])) throw new Error(`istio-render serve listens on ${address}, not on 127.0.0.0/8`);
   return { host: match[1], port: Number(match[2]), family: 4 };

@@ -19,14 +19,52 @@
 //	    node: the Envoy bootstrap `node` for the proxy the flags describe
 //	          (-labels, -namespace, -ip, -id, -proxy-version, -cluster-id, as
 //	          in the render mode): Istio reads the proxy from the node.
-//	stdin:  {"config":"<multi-document YAML of EnvoyFilters>"}
+//	stdin:  {"config":"<multi-document YAML of EnvoyFilters>"[,"gc":true]}
 //	    The config store's EnvoyFilters are now exactly these: new ones are
 //	    created, changed ones (spec, labels or annotations) updated, missing
 //	    ones deleted, unchanged ones left alone, all in Istio's config store,
-//	    so Istio's own event handlers trigger (and debounce) the push.
+//	    so Istio's own event handlers trigger (and debounce) the push. The
+//	    writes are made back to back after every object was compared. With
+//	    "gc", runtime.GC() runs before the writes, so that the garbage of
+//	    parsing a large set is not collected during the push a benchmark times.
 //	stdout: {"applied":N}   N = creates + updates + deletes
 //	        {"error":"...","applied":N}  the update was refused (N = 0 when
 //	          it did not parse or held other kinds: the store is unchanged)
+//	stdin:  {"stats":true}  or  {"stats":true,"gc":true}
+//	    What the discovery server has cost so far (for bench/istiod-push.ts);
+//	    the store is not touched. With "gc", runtime.GC() runs first, so the
+//	    heap figures are the live heap (what a push left held), not garbage
+//	    waiting for the collector.
+//	stdout: {"stats":{
+//	          "uptime_ms": ms since the process started,
+//	          "gc_forced": true when "gc" was asked,
+//	          "memory": runtime.MemStats, read with runtime.ReadMemStats:
+//	            heap_alloc, heap_inuse, heap_sys, heap_objects, sys,
+//	            total_alloc, num_gc, gc_pause_total_ns (bytes, counts, ns);
+//	            rss, rss_peak: VmRSS and VmHWM of /proc/self/status in bytes
+//	            (absent where /proc is not readable),
+//	          "pilot": {"<metric>": {"<label values, comma-joined, or empty>":
+//	            {"count":N,"sum":X,"last":X,"max":X}}}
+//	            every observation pilot recorded since start for the metrics in
+//	            pilotMetricNames (push context init, push time and pushed bytes
+//	            per xDS type, proxy convergence, debounce, triggers), taken
+//	            through Istio's monitoring.RegisterRecordHook; xDS type labels
+//	            are pilot's short names (lds, cds, rds, ecds, ...),
+//	          "generated": {"<lds|cds|rds|ecds>": {"responses":N,"resources":N,
+//	                                               "generate_ms":X,"transform_ms":X}}
+//	            generator calls that produced resources, how many resources
+//	            they produced (LDS and CDS after the changes below; for CDS
+//	            over delta xDS only the changed clusters), the time spent in
+//	            Istio's generators, and the time spent in those changes
+//	            (pilot_xds_push_time includes both and the send; istiod would
+//	            not spend the changes' time),
+//	          "phases": {"startup_read_ms","startup_server_ms",
+//	                     "update_parse_ms","update_compare_ms","update_write_ms"}
+//	            reading the FILEs; building the discovery server with them
+//	            (Istio parses the config, syncs its registries and builds the
+//	            first push context); for the last update: parsing it,
+//	            comparing it with the store, then writing the changed objects
+//	            (Istio's event handlers run in the writes)}}
 //
 // The server exits when stdin is closed.
 //
@@ -46,11 +84,14 @@
 //   - clusters: every other cluster with endpoints (EDS, pipe, DNS, IP) becomes a
 //     STATIC cluster with the one endpoint 127.0.0.1:<port> from the
 //     -upstreams map {"<EDS service name, else cluster name>": port}; a cluster not in the map is
-//     dropped (one stderr line); clusters lose their filters and upstream
+//     dropped (one stderr line), or, with -upstream-fallback PORT, points at
+//     127.0.0.1:PORT (a benchmark that needs every cluster but no traffic
+//     through it, without listing them all); clusters lose their filters and upstream
 //     transport sockets; ORIGINAL_DST clusters are dropped. No cluster sent
 //     points anywhere but loopback.
 //
-// Routes (RDS) and ECDS resources are sent as Istio generated them.
+// Routes (RDS) and ECDS resources are sent as Istio generated them (their
+// generators are wrapped only to count what they produce, for "stats").
 package main
 
 import (
@@ -64,7 +105,9 @@ import (
 	"maps"
 	"net"
 	"os"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -85,6 +128,7 @@ import (
 	"istio.io/istio/pkg/cluster"
 	"istio.io/istio/pkg/config"
 	"istio.io/istio/pkg/config/schema/gvk"
+	"istio.io/istio/pkg/monitoring"
 )
 
 // istioOnlyFilters are filters of Istio's own Envoy build (istio/proxy) that
@@ -95,8 +139,10 @@ var istioOnlyFilters = map[string]bool{"istio.metadata_exchange": true, "istio.a
 // on loopback. Safe for concurrent use (pushes to several connections).
 type transformer struct {
 	upstreams map[string]int
-	mu        sync.Mutex
-	reported  map[string]bool
+	// fallback: the port of clusters not in upstreams (0: they are dropped).
+	fallback int
+	mu       sync.Mutex
+	reported map[string]bool
 }
 
 // report writes a line to stderr once per distinct message.
@@ -285,6 +331,9 @@ func (t *transformer) cluster(a *anypb.Any) (proto.Message, error) {
 		upstream = service
 	}
 	port, ok := t.upstreams[upstream]
+	if !ok && t.fallback != 0 {
+		port, ok = t.fallback, true
+	}
 	if !ok {
 		t.report("cluster %s: dropped (no upstream in -upstreams for %s)", c.GetName(), upstream)
 		return nil, nil
@@ -333,18 +382,28 @@ func transform(res model.Resources, fn func(*anypb.Any) (proto.Message, error)) 
 	return out, nil
 }
 
-// wrapped is an Istio generator whose output goes through fn.
+// wrapped is an Istio generator whose output goes through fn (nil: unchanged),
+// counted under kind in generated (for the "stats" reply).
 type wrapped struct {
 	inner model.XdsResourceGenerator
 	fn    func(*anypb.Any) (proto.Message, error)
+	kind  string
 }
 
 func (w wrapped) Generate(p *model.Proxy, wr *model.WatchedResource, req *model.PushRequest) (model.Resources, model.XdsLogDetails, error) {
+	generateStart := time.Now()
 	res, logs, err := w.inner.Generate(p, wr, req)
+	generate := time.Since(generateStart)
 	if err != nil {
 		return nil, logs, err
 	}
-	res, err = transform(res, w.fn)
+	var took time.Duration
+	if w.fn != nil {
+		start := time.Now()
+		res, err = transform(res, w.fn)
+		took = time.Since(start)
+	}
+	generated.count(w.kind, res, generate, took)
 	return res, logs, err
 }
 
@@ -356,16 +415,24 @@ type wrappedDelta struct {
 }
 
 func (w wrappedDelta) GenerateDeltas(p *model.Proxy, req *model.PushRequest, wr *model.WatchedResource) (model.Resources, model.DeletedResources, model.XdsLogDetails, bool, error) {
+	generateStart := time.Now()
 	res, deleted, logs, usedDelta, err := w.delta.GenerateDeltas(p, req, wr)
+	generate := time.Since(generateStart)
 	if err != nil {
 		return nil, nil, logs, usedDelta, err
 	}
-	res, err = transform(res, w.fn)
+	var took time.Duration
+	if w.fn != nil {
+		start := time.Now()
+		res, err = transform(res, w.fn)
+		took = time.Since(start)
+	}
+	generated.count(w.kind, res, generate, took)
 	return res, deleted, logs, usedDelta, err
 }
 
-func wrap(g model.XdsResourceGenerator, fn func(*anypb.Any) (proto.Message, error)) model.XdsResourceGenerator {
-	w := wrapped{inner: g, fn: fn}
+func wrap(g model.XdsResourceGenerator, fn func(*anypb.Any) (proto.Message, error), kind string) model.XdsResourceGenerator {
+	w := wrapped{inner: g, fn: fn, kind: kind}
 	if d, ok := g.(model.XdsDeltaResourceGenerator); ok {
 		return wrappedDelta{wrapped: w, delta: d}
 	}
@@ -398,12 +465,20 @@ func sameEnvoyFilter(a, b *config.Config) bool {
 }
 
 // replaceEnvoyFilters makes the store's EnvoyFilters exactly those in yamlText.
-// Everything is parsed and checked before the store is touched.
-func replaceEnvoyFilters(store model.ConfigStoreController, yamlText string) (int, error) {
+// Everything is parsed and checked before the store is touched. The writes
+// are planned first (comparing every object, which takes seconds for
+// thousands of large EnvoyFilters) and then made back to back, as a
+// controller writing the changed objects would: writes spread over the
+// comparisons would reach Istio's debounce further apart than 100 ms and be
+// pushed in several pushes.
+func replaceEnvoyFilters(store model.ConfigStoreController, yamlText string, gc bool) (int, error) {
+	parseStart := time.Now()
 	configs, _, err := crd.ParseInputs(yamlText)
 	if err != nil {
 		return 0, err
 	}
+	phases["update_parse_ms"] = since(parseStart)
+	compareStart := time.Now()
 	want := map[string]config.Config{}
 	now := time.Now()
 	for _, c := range configs {
@@ -418,17 +493,14 @@ func replaceEnvoyFilters(store model.ConfigStoreController, yamlText string) (in
 		}
 		want[c.Namespace+"/"+c.Name] = c
 	}
-	applied := 0
+	var creates, updates, deletes []config.Config
 	for _, c := range want {
 		existing := store.Get(gvk.EnvoyFilter, c.Name, c.Namespace)
 		if existing == nil {
 			if c.CreationTimestamp.IsZero() {
 				c.CreationTimestamp = now
 			}
-			if _, err := store.Create(c); err != nil {
-				return applied, fmt.Errorf("creating %s/%s: %w", c.Namespace, c.Name, err)
-			}
-			applied++
+			creates = append(creates, c)
 			continue
 		}
 		if sameEnvoyFilter(existing, &c) {
@@ -438,15 +510,34 @@ func replaceEnvoyFilters(store model.ConfigStoreController, yamlText string) (in
 			c.CreationTimestamp = existing.CreationTimestamp
 		}
 		c.ResourceVersion = ""
+		updates = append(updates, c)
+	}
+	for _, c := range store.List(gvk.EnvoyFilter, model.NamespaceAll) {
+		if _, ok := want[c.Namespace+"/"+c.Name]; !ok {
+			deletes = append(deletes, c)
+		}
+	}
+	phases["update_compare_ms"] = since(compareStart)
+	if gc {
+		configs, want = nil, nil // garbage now: only the planned writes are needed
+		runtime.GC()
+	}
+	writeStart := time.Now()
+	defer func() { phases["update_write_ms"] = since(writeStart) }()
+	applied := 0
+	for _, c := range creates {
+		if _, err := store.Create(c); err != nil {
+			return applied, fmt.Errorf("creating %s/%s: %w", c.Namespace, c.Name, err)
+		}
+		applied++
+	}
+	for _, c := range updates {
 		if _, err := store.Update(c); err != nil {
 			return applied, fmt.Errorf("updating %s/%s: %w", c.Namespace, c.Name, err)
 		}
 		applied++
 	}
-	for _, c := range store.List(gvk.EnvoyFilter, model.NamespaceAll) {
-		if _, ok := want[c.Namespace+"/"+c.Name]; ok {
-			continue
-		}
+	for _, c := range deletes {
 		if err := store.Delete(gvk.EnvoyFilter, c.Name, c.Namespace, nil); err != nil {
 			return applied, fmt.Errorf("deleting %s/%s: %w", c.Namespace, c.Name, err)
 		}
@@ -470,6 +561,7 @@ func serveMain(args []string) {
 	var (
 		pf            = addProxyFlags(fs)
 		upstreamsFile = fs.String("upstreams", "", "JSON file {\"<cluster name>\": <loopback port>}: where each cluster's STATIC endpoint points")
+		fallback      = fs.Int("upstream-fallback", 0, "loopback port for every cluster not in -upstreams (0: such clusters are dropped)")
 		debounce      = fs.Duration("debounce", 100*time.Millisecond, "quiet period before a push (istiod's PILOT_DEBOUNCE_AFTER default is 100ms)")
 		logLevel      = fs.String("log-level", "error", "Istio log level (none, error, warn, info, debug)")
 		verbose       = fs.Bool("v", false, "print harness log lines to stderr")
@@ -497,6 +589,7 @@ func serveMain(args []string) {
 	if err != nil {
 		fail(err)
 	}
+	readStart := time.Now()
 	data, err := readInputs(fs.Args())
 	if err != nil {
 		fail(err)
@@ -505,11 +598,18 @@ func serveMain(args []string) {
 	if err != nil {
 		fail(err)
 	}
+	phases["startup_read_ms"] = since(readStart)
 	m, err := loadMeshConfig(*pf.meshFile)
 	if err != nil {
 		fail(err)
 	}
+	if *fallback < 0 || *fallback > 65535 {
+		fail(fmt.Errorf("-upstream-fallback %d: not a port", *fallback))
+	}
+	// Before the server exists, so that its first push context is recorded too.
+	metrics := newPilotMetrics()
 
+	serverStart := time.Now()
 	fake := xdsfake.NewFakeDiscoveryServer(&failer{verbose: *verbose}, xdsfake.FakeOptions{
 		DefaultClusterName:         cluster.ID(*pf.clusterID),
 		KubernetesObjects:          kubeObjs,
@@ -519,11 +619,14 @@ func serveMain(args []string) {
 		DebounceTime:               *debounce,
 		DisableSecretAuthorization: true,
 	})
+	phases["startup_server_ms"] = since(serverStart)
 	// No proxy is connected yet: nobody reads the generators concurrently.
-	t := &transformer{upstreams: upstreams, reported: map[string]bool{}}
+	t := &transformer{upstreams: upstreams, fallback: *fallback, reported: map[string]bool{}}
 	gens := fake.Discovery.Generators
-	gens[v3.ListenerType] = wrap(gens[v3.ListenerType], t.listener)
-	gens[v3.ClusterType] = wrap(gens[v3.ClusterType], t.cluster)
+	gens[v3.ListenerType] = wrap(gens[v3.ListenerType], t.listener, "lds")
+	gens[v3.ClusterType] = wrap(gens[v3.ClusterType], t.cluster, "cds")
+	gens[v3.RouteType] = wrap(gens[v3.RouteType], nil, "rds")
+	gens[v3.ExtensionConfigurationType] = wrap(gens[v3.ExtensionConfigurationType], nil, "ecds")
 
 	id := pf.id()
 	labelValues := map[string]any{}
@@ -551,14 +654,18 @@ func serveMain(args []string) {
 		if len(bytes.TrimSpace(line)) > 0 {
 			var u struct {
 				Config *string `json:"config"`
+				Stats  bool    `json:"stats"`
+				GC     bool    `json:"gc"`
 			}
 			switch decodeErr := json.Unmarshal(line, &u); {
 			case decodeErr != nil:
 				flush(map[string]any{"error": "bad update line: " + decodeErr.Error()})
+			case u.Config == nil && u.Stats:
+				flush(map[string]any{"stats": currentStats(metrics, u.GC)})
 			case u.Config == nil:
 				flush(map[string]any{"error": "update line without \"config\""})
 			default:
-				if n, err := replaceEnvoyFilters(fake.Store(), *u.Config); err != nil {
+				if n, err := replaceEnvoyFilters(fake.Store(), *u.Config, u.GC); err != nil {
 					flush(map[string]any{"error": err.Error(), "applied": n})
 				} else {
 					flush(map[string]any{"applied": n})
@@ -569,5 +676,185 @@ func serveMain(args []string) {
 			// stdin closed (or broken): the harness is gone. Skip the cleanups, as the render mode does.
 			os.Exit(0)
 		}
+	}
+}
+
+// pilotMetricNames are the pilot metrics the "stats" reply reports: what a push
+// costs istiod (pilot/pkg/xds/monitoring.go).
+var pilotMetricNames = []string{
+	"pilot_pushcontext_init_seconds", // building the PushContext of a push (all config, all proxies)
+	"pilot_xds_push_time",            // per xDS type: generating and sending one response to one proxy
+	"pilot_xds_config_size_bytes",    // per xDS type: the bytes of one response
+	"pilot_proxy_convergence_time",   // first config event of a push until the proxy was sent every type
+	"pilot_debounce_time",            // first config event until the merged push was queued
+	"pilot_push_triggers",            // pushes, by reason
+	"pilot_inbound_updates",          // config events received
+}
+
+type observations struct {
+	Count int64   `json:"count"`
+	Sum   float64 `json:"sum"`
+	Last  float64 `json:"last"`
+	Max   float64 `json:"max"`
+}
+
+// pilotMetrics accumulates every observation of pilotMetricNames. Istio's
+// metrics go to OpenTelemetry, which needs an exporter to be read; its record
+// hooks see each observation as it is made, which is all a benchmark needs.
+type pilotMetrics struct {
+	mu   sync.Mutex
+	seen map[string]map[string]*observations
+}
+
+func newPilotMetrics() *pilotMetrics {
+	p := &pilotMetrics{seen: map[string]map[string]*observations{}}
+	for _, name := range pilotMetricNames {
+		monitoring.RegisterRecordHook(name, p)
+	}
+	return p
+}
+
+// OnRecord is Istio's monitoring.RecordHook. Label keys are not exported by
+// Istio's monitoring package; each of these metrics has at most one label
+// ("type"), so its values identify the series.
+func (p *pilotMetrics) OnRecord(name string, tags []monitoring.LabelValue, value float64) {
+	values := make([]string, 0, len(tags))
+	for _, tag := range tags {
+		v := tag.Value()
+		if strings.Contains(v, "/") {
+			v = v3.GetMetricType(v) // pilot_xds_config_size_bytes is labelled with the type URL
+		}
+		values = append(values, v)
+	}
+	series := strings.Join(values, ",")
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	byLabel := p.seen[name]
+	if byLabel == nil {
+		byLabel = map[string]*observations{}
+		p.seen[name] = byLabel
+	}
+	o := byLabel[series]
+	if o == nil {
+		o = &observations{}
+		byLabel[series] = o
+	}
+	o.Count++
+	o.Sum += value
+	o.Last = value
+	if o.Count == 1 || value > o.Max {
+		o.Max = value
+	}
+}
+
+func (p *pilotMetrics) snapshot() map[string]map[string]observations {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]map[string]observations{}
+	for name, byLabel := range p.seen {
+		out[name] = map[string]observations{}
+		for series, o := range byLabel {
+			out[name][series] = *o
+		}
+	}
+	return out
+}
+
+type generatedCount struct {
+	Responses int64 `json:"responses"`
+	Resources int64 `json:"resources"`
+	// GenerateMs: time in Istio's generator (pilot_xds_push_time also holds
+	// the send, which waits while the proxy is slow to read).
+	GenerateMs float64 `json:"generate_ms"`
+	// TransformMs: time spent in this tool's loopback rewrite (transform), which
+	// pilot_xds_push_time includes but istiod would not spend.
+	TransformMs float64 `json:"transform_ms"`
+}
+
+// generatedCounts: what the wrapped generators produced, by xDS type.
+type generatedCounts struct {
+	mu     sync.Mutex
+	byKind map[string]*generatedCount
+}
+
+var generated = &generatedCounts{byKind: map[string]*generatedCount{}}
+
+func (g *generatedCounts) count(kind string, res model.Resources, generate, transform time.Duration) {
+	if res == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c := g.byKind[kind]
+	if c == nil {
+		c = &generatedCount{}
+		g.byKind[kind] = c
+	}
+	c.Responses++
+	c.Resources += int64(len(res))
+	c.GenerateMs += float64(generate.Microseconds()) / 1000
+	c.TransformMs += float64(transform.Microseconds()) / 1000
+}
+
+func (g *generatedCounts) snapshot() map[string]generatedCount {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := map[string]generatedCount{}
+	for kind, c := range g.byKind {
+		out[kind] = *c
+	}
+	return out
+}
+
+var processStart = time.Now()
+
+// phases: how long the parts of start-up and of the last update took, ms
+// (reported by "stats"; written by the main goroutine only, read by it too).
+var phases = map[string]float64{}
+
+func since(start time.Time) float64 { return float64(time.Since(start).Microseconds()) / 1000 }
+
+// procStatusBytes reads a "kB" line of /proc/self/status (VmRSS, VmHWM) in bytes.
+func procStatusBytes() map[string]uint64 {
+	out := map[string]uint64{}
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		key, rest, ok := strings.Cut(line, ":")
+		if !ok || (key != "VmRSS" && key != "VmHWM") {
+			continue
+		}
+		fields := strings.Fields(rest)
+		if len(fields) != 2 || fields[1] != "kB" {
+			continue
+		}
+		if kb, err := strconv.ParseUint(fields[0], 10, 64); err == nil {
+			out[map[string]string{"VmRSS": "rss", "VmHWM": "rss_peak"}[key]] = kb * 1024
+		}
+	}
+	return out
+}
+
+// currentStats is the "stats" reply (see the header comment).
+func currentStats(metrics *pilotMetrics, gc bool) map[string]any {
+	if gc {
+		runtime.GC()
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	memory := map[string]uint64{
+		"heap_alloc": ms.HeapAlloc, "heap_inuse": ms.HeapInuse, "heap_sys": ms.HeapSys, "heap_objects": ms.HeapObjects,
+		"sys": ms.Sys, "total_alloc": ms.TotalAlloc, "num_gc": uint64(ms.NumGC), "gc_pause_total_ns": ms.PauseTotalNs,
+	}
+	maps.Copy(memory, procStatusBytes())
+	return map[string]any{
+		"uptime_ms": float64(time.Since(processStart).Microseconds()) / 1000,
+		"gc_forced": gc,
+		"memory":    memory,
+		"pilot":     metrics.snapshot(),
+		"generated": generated.snapshot(),
+		"phases":    maps.Clone(phases),
 	}
 }
