@@ -58,7 +58,7 @@ for (let n = 0; n < CHANGES; n++) {
   t = performance.now();
   const acl = index.legacyAcl(id(changed));
   now.push(performance.now() - t);
-  if (acl?.rule.cidrs.length !== CIDRS) throw new Error('index did not follow the change');
+  if (typeof acl !== 'object' || acl.rule.cidrs.length !== CIDRS) throw new Error('index did not follow the change');
 }
 const b = median(before);
 const a = median(now);

@@ -18,7 +18,7 @@ import { ReportedProblem, type Actuator, type ActuatorResult } from './actuator.
 import { appliedFromState, stateFor, stateSchema, type AppliedAcl } from './applied-state.js';
 import type { ClusterClient, ObjectRef } from './cluster-client.js';
 import type { CombinedProtection } from './combined-syncer.js';
-import { MANAGED_RESOURCE_NAME, checkStoredManagedResource, managedResourceObjects } from './managed-resource.js';
+import { MANAGED_RESOURCE_NAME, checkStoredManagedResource, managedResourceObjects, managedResourceProgress, type ManagedResourceProgress } from './managed-resource.js';
 import { retireReferenceManagedResource } from './reference-extension.js';
 import { nextTunnelState, recordedTunnelState, tunnelStateFromRecord, type TunnelState } from './tunnel-generation.js';
 
@@ -74,6 +74,7 @@ export class AclActuator implements Actuator {
     const acl = result.acl;
     const recorded = stateSchema.safeParse(ext.status?.['state'] ?? {});
     let state: ReturnType<typeof stateFor> & { tunnels?: unknown; hopNamespaces?: string[] } = stateFor(acl);
+    let perShoot: ManagedResourceProgress = { kind: 'applied' };
     const applied = appliedFromState(ext.metadata.namespace, state);
     const protection: CombinedProtection = applied ? this.deps.combinedProtection(applied) : { uncovered: [], problem: undefined };
     // Registered before the writes below, so a change of the combined filters meanwhile wakes this shoot.
@@ -102,7 +103,7 @@ export class AclActuator implements Actuator {
     } else {
       const shoot = tunnels === undefined ? acl : { ...acl, tunnelGeneration: tunnels.generation };
       const filters = buildShootEnvoyFilters(shoot, { operator: this.deps.operator, gateways: ctx.gateways, observabilityWildcards: ctx.observabilityWildcards, shoots: [] });
-      await this.writeManagedResource(ext.metadata.namespace, filters);
+      perShoot = await this.writeManagedResource(ext.metadata.namespace, filters);
       // The hops go to every gateway: delete and migrate find them where they were written.
       if (tunnels) state = { ...state, tunnels: recordedTunnelState(tunnels), hopNamespaces: ctx.gateways.map((g) => g.namespace).sort() };
     }
@@ -131,6 +132,19 @@ export class AclActuator implements Actuator {
     if (unverified.length > 0) {
       log.info({ filters: unverified }, 'legacy apiserver-proxy filters not yet admitted with the recorded ACL (the webhook’s cache lags); nudging them again');
       return { kind: 'pending', reason: `ACL recorded; waiting for the legacy apiserver-proxy filters ${unverified.join(', ')}`, state };
+    }
+    // Stored is not served: the SNI and observability filters exist only once the resource manager
+    // has applied this generation. Until then the reference's filters (if any) must stay too.
+    if (perShoot.kind !== 'applied') {
+      const mr = `${ext.metadata.namespace}/${MANAGED_RESOURCE_NAME}`;
+      log.info({ managedResource: mr, detail: perShoot.detail }, 'the per-shoot filters are not applied yet');
+      return {
+        kind: 'pending',
+        // One reason for the whole wait (the detail changes as the resource manager proceeds; each change would be a status write).
+        reason: `ACL recorded; waiting for gardener-resource-manager to apply ManagedResource ${mr}`,
+        state,
+        ...(perShoot.kind === 'failed' ? { problem: `gardener-resource-manager could not apply ManagedResource ${mr} (the per-shoot SNI and observability filters): ${perShoot.detail}` } : {}),
+      };
     }
     // Add before remove: only now may the reference extension's filters of this shoot go.
     if (await retireReferenceManagedResource(this.deps.client, ext.metadata.namespace)) {
@@ -173,18 +187,22 @@ export class AclActuator implements Actuator {
    * Converges the stored ManagedResource on the desired one: written when it is missing or differs
    * in anything we set (a foreign edit or delete comes back), its Secret created again when the
    * resource manager reports it could not apply it (a deleted Secret). Unchanged: no write.
+   * Returns whether the resource manager has applied what is now stored.
    */
-  private async writeManagedResource(namespace: string, filters: Parameters<typeof managedResourceObjects>[1]): Promise<void> {
+  private async writeManagedResource(namespace: string, filters: Parameters<typeof managedResourceObjects>[1]): Promise<ManagedResourceProgress> {
     const { client } = this.deps;
     const desired = managedResourceObjects(namespace, filters);
-    const check = checkStoredManagedResource(await client.get(MR_REF(namespace)), desired.managedResource);
-    if (check.upToDate && !check.notApplied) return;
+    const stored = await client.get(MR_REF(namespace));
+    const check = checkStoredManagedResource(stored, desired.managedResource);
+    if (check.upToDate && !check.notApplied) return managedResourceProgress(stored);
     // Add before remove: the new Secret exists before the ManagedResource names it.
     await client.createIfAbsent(desired.secret);
     if (!check.upToDate) await client.apply(desired.managedResource);
     for (const old of check.previousSecrets) {
       await client.delete({ apiVersion: 'v1', kind: 'Secret', name: old, namespace });
     }
+    // Just written: the resource manager's status (an event on its informer) says when it is applied.
+    return { kind: 'waiting', detail: 'written; the resource manager has not applied it yet' };
   }
 
   /**

@@ -78,6 +78,19 @@ export function appliedAcls(extensions: readonly Extension[]): AppliedAcl[] {
   return extensions.filter(isActive).flatMap((ext) => appliedFromState(ext.metadata.namespace, ext.status?.['state']) ?? []);
 }
 
+/**
+ * Active shoots whose recorded ACL cannot be read (status.state missing, emptied or unreadable, for
+ * example by another writer): whatever the stored combined filters hold of them stays as stored
+ * until the next reconcile records the ACL again. A missing input never removes protection (a new
+ * shoot has nothing stored, so nothing is kept for it).
+ */
+export function unreadableAcls(extensions: readonly Extension[]): string[] {
+  return extensions
+    .filter((ext) => isActive(ext) && appliedFromState(ext.metadata.namespace, ext.status?.['state']) === undefined)
+    .map((ext) => ext.metadata.namespace)
+    .sort();
+}
+
 const key = (o: { metadata: { namespace?: string | undefined; name: string } }): string => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
 
 /**
@@ -155,11 +168,14 @@ export function planCombinedWrites(input: {
   readonly gateways: readonly GatewayWorkload[];
   readonly shoots: readonly AppliedAcl[];
   readonly stored: readonly EnvoyFilterObject[];
+  /** Active shoots without a readable recorded ACL (see unreadableAcls): kept as stored, like unplaced ones. */
+  readonly unreadable?: readonly string[];
 }): CombinedWritePlan {
   const { operator, gateways, shoots, stored } = input;
   const form = combinedForm(operator);
   const placement = form.place(shoots, stored);
   const { unplaced } = placement;
+  const keptAsIs = new Map<string, string>([...unplaced, ...(input.unreadable ?? []).map((id): [string, string] => [id, 'its recorded ACL is unreadable'])]);
   const active = new Set(shoots.map((s) => s.technicalID));
   const storedByKey = new Map(stored.map((f) => [key(f), f]));
   const sortedGateways = [...gateways].sort((a, b) => a.namespace.localeCompare(b.namespace));
@@ -174,12 +190,12 @@ export function planCombinedWrites(input: {
       }
     }
   }
-  // Unplaced shoots keep every stored entry where it is: their shards are kept, never emptied.
+  // Unplaced shoots and those whose ACL is unreadable keep every stored entry where it is: their shards are kept, never emptied.
   for (const filter of stored) {
     const gateway = gatewayByNamespace.get(filter.metadata.namespace);
     const name = form.parseName(filter.metadata.name);
     if (!gateway || !name) continue;
-    const kept = [...storedEntriesAnyForm(filter)].filter(([id]) => unplaced.has(id));
+    const kept = [...storedEntriesAnyForm(filter)].filter(([id]) => keptAsIs.has(id));
     if (kept.length === 0) continue;
     const k = key(filter);
     const planned = finals.get(k) ?? { gateway, port: name.port, shard: name.shard, entries: new Map() };
@@ -224,7 +240,7 @@ export function planCombinedWrites(input: {
   const keptOther = new Set<string>();
   for (const filter of stored) {
     if (!isShardName(filter.metadata.name) || form.parseName(filter.metadata.name) || !gatewayByNamespace.has(filter.metadata.namespace)) continue;
-    if (![...storedEntriesAnyForm(filter).keys()].some((id) => unplaced.has(id))) continue;
+    if (![...storedEntriesAnyForm(filter).keys()].some((id) => keptAsIs.has(id))) continue;
     keptOther.add(key(filter));
     for (const needed of keptWith(filter, stored)) keptOther.add(key(needed));
   }
@@ -241,7 +257,7 @@ export function planCombinedWrites(input: {
     const gateway = filter && gatewayByNamespace.get(filter.metadata.namespace);
     // Where something was restored, the kept objects are read again with it in the next sync.
     if (!filter || !gateway || restored.namespaces.has(filter.metadata.namespace)) continue;
-    const rewrite = keptOnly(filter, gateway, unplaced, operator, stored);
+    const rewrite = keptOnly(filter, gateway, keptAsIs, operator, stored);
     if (typeof rewrite === 'string') keptAsStored.push(rewrite);
     // Kept as stored, but for the gateway's current selector like everything else of the namespace.
     const write = typeof rewrite === 'object' ? rewrite : copiedFor(filter, gateway);
@@ -427,7 +443,8 @@ export class CombinedSyncer {
     const fromDeployments = deps.gateways();
     const gateways = combinedGateways(fromDeployments, stored);
     this.logKeptGateways(gateways.filter((g) => !fromDeployments.some((d) => d.namespace === g.namespace)).map((g) => g.namespace));
-    const plan = planCombinedWrites({ operator: deps.operator, gateways, shoots: appliedAcls(deps.extensions()), stored });
+    const extensions = deps.extensions();
+    const plan = planCombinedWrites({ operator: deps.operator, gateways, shoots: appliedAcls(extensions), stored, unreadable: unreadableAcls(extensions) });
     this.logUnplaced(plan.unplaced);
     if (plan.held !== undefined && plan.held !== this.reportedHeld) deps.logger.warn(plan.held);
     this.reportedHeld = plan.held;

@@ -70,10 +70,44 @@ export function managedResourceObjects(namespace: string, filters: readonly Shoo
 }
 
 const storedManagedResourceSchema = z.object({
-  metadata: z.object({ labels: z.record(z.string(), z.string()).optional(), annotations: z.record(z.string(), z.string()).optional() }),
+  metadata: z.object({
+    generation: z.number().optional(),
+    labels: z.record(z.string(), z.string()).optional(),
+    annotations: z.record(z.string(), z.string()).optional(),
+  }),
   spec: z.object({ class: z.string().optional(), secretRefs: z.array(z.object({ name: z.string() })).optional(), keepObjects: z.boolean().optional() }).optional(),
-  status: z.object({ conditions: z.array(z.object({ type: z.string(), status: z.string() })).optional() }).optional(),
+  status: z
+    .object({
+      observedGeneration: z.number().optional(),
+      conditions: z.array(z.object({ type: z.string(), status: z.string(), reason: z.string().optional(), message: z.string().optional() })).optional(),
+    })
+    .optional(),
 });
+
+/**
+ * What the resource manager says about the stored ManagedResource, judged as gardenlet judges it
+ * (pkg/utils/kubernetes/health CheckManagedResourceApplied): applied only when it has observed the
+ * current generation and reports ResourcesApplied=True. Anything else means the per-shoot filters
+ * may not be stored yet, or not as this generation says.
+ */
+export type ManagedResourceProgress =
+  | { readonly kind: 'applied' }
+  | { readonly kind: 'waiting'; readonly detail: string }
+  | { readonly kind: 'failed'; readonly detail: string };
+
+export function managedResourceProgress(stored: unknown): ManagedResourceProgress {
+  const parsed = storedManagedResourceSchema.safeParse(stored);
+  if (stored === undefined || !parsed.success) return { kind: 'waiting', detail: 'it is not stored' };
+  const { metadata, status } = parsed.data;
+  if (metadata.generation === undefined || status?.observedGeneration !== metadata.generation) {
+    return { kind: 'waiting', detail: `the resource manager has not yet observed generation ${metadata.generation ?? '?'} (observed: ${status?.observedGeneration ?? 'none'})` };
+  }
+  const applied = (status.conditions ?? []).find((c) => c.type === 'ResourcesApplied');
+  if (applied === undefined) return { kind: 'waiting', detail: 'the resource manager has not reported ResourcesApplied yet' };
+  if (applied.status === 'True') return { kind: 'applied' };
+  const said = `ResourcesApplied=${applied.status}${applied.reason ? ` (${applied.reason})` : ''}${applied.message ? `: ${applied.message}` : ''}`;
+  return applied.status === 'False' ? { kind: 'failed', detail: said } : { kind: 'waiting', detail: said };
+}
 
 export interface StoredManagedResourceCheck {
   /** The stored object already says what `desired` says (spec, our labels, the reference annotation). */

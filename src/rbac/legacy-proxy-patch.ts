@@ -69,14 +69,34 @@ export function findLegacyChains(envoyFilter: unknown, legacyPort: number): Lega
 }
 
 /**
+ * What the webhook knows of a shoot whose Extension is active but whose recorded ACL it cannot read
+ * (status.state missing or unreadable): its legacy chain keeps the RBAC filter it had, never loses it.
+ */
+export const KEEP_AS_STORED = 'keep-as-stored';
+
+/** The shoot's RBAC filter in its legacy chain of `envoyFilter`, if it has one. */
+function storedLegacyFilter(envoyFilter: unknown, technicalID: string, legacyPort: number): unknown {
+  for (const target of findLegacyChains(envoyFilter, legacyPort)) {
+    if (target.technicalID !== technicalID) continue;
+    const patches = (envoyFilter as { spec: { configPatches: { patch: { value: { filters: unknown[] } } }[] } }).spec.configPatches;
+    const found = (patches[target.patchIndex]?.patch.value.filters ?? []).find((f) => namedFilter.safeParse(f).data?.name === FILTER_NAMES.legacyProxy);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+/**
  * RFC 6902 operations that put the shoot's network RBAC filter first in each of its legacy
  * chains (or take it out when the shoot has no ACL): one `replace` of each chain's filter list.
- * Applying them and asking again yields none.
+ * Applying them and asking again yields none. For a shoot whose ACL is KEEP_AS_STORED the chain
+ * keeps the RBAC filter it carries, or the one it carried in `previous` (the stored object an
+ * update replaces: Gardener writes its chains without ours).
  */
 export function legacyProxyPatch(
   envoyFilter: unknown,
-  aclOf: (technicalID: string) => LegacyProxyAcl | undefined,
+  aclOf: (technicalID: string) => LegacyProxyAcl | typeof KEEP_AS_STORED | undefined,
   legacyPort: number,
+  previous?: unknown,
 ): Operation[] {
   const operations: Operation[] = [];
   const targets = findLegacyChains(envoyFilter, legacyPort);
@@ -87,7 +107,9 @@ export function legacyProxyPatch(
     const current = patches[patchIndex]?.patch.value.filters ?? [];
     const others = current.filter((f) => namedFilter.safeParse(f).data?.name !== FILTER_NAMES.legacyProxy);
     const acl = aclOf(technicalID);
-    const desired = acl ? [legacyProxyFilter(technicalID, acl), ...others] : others;
+    const kept = acl === KEEP_AS_STORED ? (storedLegacyFilter(envoyFilter, technicalID, legacyPort) ?? storedLegacyFilter(previous, technicalID, legacyPort)) : undefined;
+    const rbac = acl === KEEP_AS_STORED ? kept : acl ? legacyProxyFilter(technicalID, acl) : undefined;
+    const desired = rbac !== undefined ? [structuredClone(rbac), ...others] : others;
     if (jsonEqual(current, desired)) continue;
     const path = `/spec/configPatches/${patchIndex}/patch/value/filters`;
     operations.push({ op: 'replace', path, value: desired });

@@ -7,7 +7,7 @@
 import { isActive } from '../actuator/combined-syncer.js';
 import { appliedFromState, type AppliedAcl } from '../actuator/applied-state.js';
 import type { Deployment, Extension } from '../gardener/objects.js';
-import type { LegacyProxyAcl } from '../rbac/legacy-proxy-patch.js';
+import { KEEP_AS_STORED, type LegacyProxyAcl } from '../rbac/legacy-proxy-patch.js';
 
 /** The cached objects; `revision()` changes whenever either list does. */
 export interface AdmissionCacheSource {
@@ -25,7 +25,7 @@ export interface AdmissionCacheSource {
  */
 export class AclIndex {
   private revision: number | undefined;
-  private legacy: ReadonlyMap<string, LegacyProxyAcl> = new Map();
+  private legacy: ReadonlyMap<string, LegacyProxyAcl | typeof KEEP_AS_STORED> = new Map();
   /** null: the Extension records no readable ACL. */
   private readonly parsed = new WeakMap<Extension, AppliedAcl | null>();
 
@@ -35,15 +35,18 @@ export class AclIndex {
     return this.source.synced();
   }
 
-  /** The ACL of an active acl Extension in the shoot's namespace; undefined: leave the shoot open. */
-  legacyAcl(technicalID: string): LegacyProxyAcl | undefined {
+  /**
+   * The ACL of an active acl Extension in the shoot's namespace; KEEP_AS_STORED: it is active but
+   * its recorded ACL is unreadable (the chain keeps what it has); undefined: leave the shoot open.
+   */
+  legacyAcl(technicalID: string): LegacyProxyAcl | typeof KEEP_AS_STORED | undefined {
     return this.current().get(technicalID);
   }
 
-  private current(): ReadonlyMap<string, LegacyProxyAcl> {
+  private current(): ReadonlyMap<string, LegacyProxyAcl | typeof KEEP_AS_STORED> {
     const revision = this.source.revision();
     if (this.revision === revision) return this.legacy;
-    const next = new Map<string, LegacyProxyAcl>();
+    const next = new Map<string, LegacyProxyAcl | typeof KEEP_AS_STORED>();
     for (const extension of this.source.extensions()) {
       if (!isActive(extension)) continue;
       let acl = this.parsed.get(extension);
@@ -51,7 +54,8 @@ export class AclIndex {
         acl = appliedFromState(extension.metadata.namespace, extension.status?.['state']) ?? null;
         this.parsed.set(extension, acl);
       }
-      if (acl) next.set(acl.technicalID, acl);
+      // A missing input never removes protection: an active shoot without a readable ACL keeps its filter.
+      next.set(extension.metadata.namespace, acl ?? KEEP_AS_STORED);
     }
     this.legacy = next;
     this.revision = revision;

@@ -50,7 +50,7 @@ export function mutateEnvoyFilter(request: AdmissionRequest, index: AclIndex, op
   }
   // Refusing is safer than guessing: an empty cache would strip every legacy filter's RBAC.
   if (!index.synced()) return deny(503, 'ServiceUnavailable', 'the webhook caches are not synced yet; retry shortly');
-  return { allowed: true, patch: legacyProxyPatch(request.object, (id) => index.legacyAcl(id), operator.legacyProxyPort) };
+  return { allowed: true, patch: legacyProxyPatch(request.object, (id) => index.legacyAcl(id), operator.legacyProxyPort, request.oldObject) };
 }
 
 function guardCombined(request: AdmissionRequest, filter: EnvoyFilter): AdmissionVerdict {

@@ -12,9 +12,10 @@ import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operat
 import type { AppliedAcl } from '../../src/actuator/applied-state.js';
 import { storedCoverage, uncoveredPaths } from '../../src/actuator/combined-coverage.js';
 import { combinedForm, storedEntriesAnyForm } from '../../src/actuator/combined-forms.js';
-import { planCombinedWrites } from '../../src/actuator/combined-syncer.js';
+import { appliedAcls, planCombinedWrites, unreadableAcls } from '../../src/actuator/combined-syncer.js';
 import { keyOf, replayPlan, type Store } from '../support/write-plan-replay.js';
-import type { EnvoyFilterObject } from '../../src/gardener/objects.js';
+import { extensionSchema, type EnvoyFilterObject, type Extension } from '../../src/gardener/objects.js';
+import { formatCidr, type Cidr } from '../../src/acl/cidr.js';
 import { checkedHeaders, extractedHeaders, extractionObject, extractionObjectName, parseMatcherFilterName, targetHeader } from '../../src/rbac/connect-matcher.js';
 import { ECDS_FETCH_TIMEOUT, buildEcdsConnectObjects } from '../../src/rbac/connect-matcher-ecds.js';
 import { shardBudget } from '../../src/rbac/combined-connect-filters.js';
@@ -49,6 +50,16 @@ function unprotected(store: Store, s: AppliedAcl): string[] {
 function replay(store: Store, operator: OperatorConfig, shoots: readonly AppliedAcl[], mustStay: readonly AppliedAcl[]): { gaps: string[]; steps: number } {
   const plan = planCombinedWrites({ operator, gateways: GATEWAYS, shoots, stored: [...store.values()] });
   return replayPlan(store, plan, () => mustStay.flatMap((s) => unprotected(store, s).map((path) => `${s.technicalID} on ${path}`)));
+}
+
+/** The active acl Extension of `s` as the controller records it (or with `state` as another writer left it). */
+function activeExtension(s: AppliedAcl, state?: Record<string, unknown>): Extension {
+  const strings = (cidrs: readonly Cidr[]) => cidrs.map(formatCidr);
+  const recorded = {
+    gatewayNamespaces: namespaces,
+    applied: { rule: { ...s.rule, cidrs: strings(s.rule.cidrs) }, alwaysAllowed: strings(s.alwaysAllowed), legacyProxyAllowed: strings(s.legacyProxyAllowed) },
+  };
+  return extensionSchema.parse({ apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension', metadata: { name: 'acl', namespace: s.technicalID }, spec: { type: 'acl' }, status: { state: state ?? recorded } });
 }
 
 /** Whether the shoot alone fits a shard of the operator's form. */
@@ -371,6 +382,30 @@ describe('the ECDS form in the write plan', () => {
     const fresh = planCombinedWrites({ operator: tight, gateways: GATEWAYS, shoots, stored: [] });
     expect(fresh.unplaced.size).toBeGreaterThan(0);
     for (const why of fresh.unplaced.values()) expect(why).toMatch(/ in ECDS bucket [01] of 2, which other shoots fill up to the 8721 bytes one object may hold; raise ecdsBuckets or maxObjectBytes in the OperatorConfiguration$/);
+  });
+
+  it('an active shoot whose recorded ACL is unreadable keeps its stored protection on every path, in every form, while the others change', () => {
+    for (const op of [RULES, MATCHER, ECDS]) {
+      const store: Store = new Map();
+      replay(store, op, range(0, 8), []);
+      const lost = shoot(3);
+      expect(range(1, 8).map((s) => s.technicalID)).toContain(lost.technicalID);
+      expect(unprotected(store, lost), op.combinedForm).toEqual([]);
+      // Its Extension's status.state was emptied by another writer; shoot 0 changes its ACL meanwhile.
+      const changed = { ...shoot(0), rule: rule('ALLOW', 'remote_ip', ['192.0.2.0/24']) };
+      const extensions = [changed, ...range(1, 8)].map((s) => activeExtension(s, s.technicalID === lost.technicalID ? {} : undefined));
+      const shoots = appliedAcls(extensions);
+      expect(shoots.map((s) => s.technicalID)).not.toContain(lost.technicalID);
+      const plan = planCombinedWrites({ operator: op, gateways: GATEWAYS, shoots, stored: [...store.values()], unreadable: unreadableAcls(extensions) });
+      const { gaps } = replayPlan(store, plan, () => unprotected(store, lost).map((path) => `${lost.technicalID} on ${path}`));
+      expect(gaps, op.combinedForm).toEqual([]);
+      expect(coveredIn(store, op, changed), op.combinedForm).toBe(true);
+      // Without the keep, the same plan drops it: the test can fail.
+      const dropping = planCombinedWrites({ operator: op, gateways: GATEWAYS, shoots, stored: [...store.values()] });
+      const replayed = new Map(store);
+      replayPlan(replayed, dropping, () => []);
+      expect(unprotected(replayed, lost).length, op.combinedForm).toBeGreaterThan(0);
+    }
   });
 
   it('a shoot that no longer fits its bucket keeps its stored entry there', () => {

@@ -21,6 +21,7 @@ import { parseAllDocuments } from 'yaml';
 import { tunnelHopFilterName } from '../../src/rbac/shoot-envoy-filters.js';
 import { TUNNEL_HOP_PRIORITY } from '../../src/rbac/tunnel-hop.js';
 import { DEFAULT_GW, ZONAL_GW, allowRule, createSeed, denyRule, startTestController, technicalID, type ShootFixture } from './seed-fixture.js';
+import { startResourceManager, type ResourceManager } from '../support/gardener-resource-manager.js';
 
 const A: ShootFixture = { project: 'p', name: 'a', providerConfig: allowRule('203.0.113.0/24') };
 const B: ShootFixture = { project: 'p', name: 'b', providerConfig: denyRule('198.51.100.0/24'), gateway: ZONAL_GW };
@@ -36,6 +37,7 @@ interface StoredFilter {
 
 describe('controller with the matcher form on a real kube-apiserver', () => {
   let cp: ControlPlane;
+  let grm: ResourceManager | undefined;
   let controller: AclController | undefined;
 
   const combined = async () => (await listAll(cp.kubeConfig, '/apis/networking.istio.io/v1alpha3/envoyfilters', { labelSelector: 'acl.gardener.cloud/role=connect' })).items as unknown as StoredFilter[];
@@ -72,9 +74,12 @@ describe('controller with the matcher form on a real kube-apiserver', () => {
   beforeAll(async () => {
     cp = await startWithCRDs([]);
     await createSeed(cp.kubeConfig, [DEFAULT_GW, ZONAL_GW], [A, B]);
+    // Succeeded means applied: the real resource manager applies the per-shoot filters.
+    grm = await startResourceManager(cp);
   }, 120_000);
   afterAll(async () => {
     await controller?.stop();
+    await grm?.stop();
     await cp?.stop();
   });
 

@@ -8,6 +8,7 @@ import { getObject } from '../../src/kube/objects-client.js';
 import type { ControlPlane } from '../kube/control-plane.js';
 import { eventually, startWithCRDs } from '../kube/kube-test-helpers.js';
 import { DEFAULT_GW, allowRule, createSeed, technicalID, type ShootFixture } from './seed-fixture.js';
+import { startResourceManager, type ResourceManager } from '../support/gardener-resource-manager.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const LEASE = { duration: 3_000, renewDeadline: 2_000, retryPeriod: 500 };
@@ -51,15 +52,19 @@ const reconciled = (cp: ControlPlane, s: ShootFixture) =>
 
 describe('leader election between two controller processes (real API server)', () => {
   let cp: ControlPlane;
+  let grm: ResourceManager | undefined;
   const replicas: Replica[] = [];
 
   beforeAll(async () => {
     cp = await startWithCRDs([]);
     await createSeed(cp.kubeConfig, [DEFAULT_GW], [{ project: 'p', name: 'a', providerConfig: allowRule('203.0.113.0/24') }]);
+    // Succeeded means applied: the real resource manager applies the per-shoot filters.
+    grm = await startResourceManager(cp);
   }, 120_000);
 
   afterAll(async () => {
     for (const r of replicas) r.child.kill('SIGKILL');
+    await grm?.stop();
     await cp?.stop();
   });
 

@@ -16,6 +16,7 @@ import type { ControlPlane } from '../kube/control-plane.js';
 import { eventually, startWithCRDs } from '../kube/kube-test-helpers.js';
 import { rule } from '../support/test-seed.js';
 import { DEFAULT_GW, allowRule, createSeed, startTestController, technicalID, type ShootFixture } from './seed-fixture.js';
+import { startResourceManager, type ResourceManager } from '../support/gardener-resource-manager.js';
 
 const ONE_BUCKET: OperatorConfig = { ...defaultOperatorConfig(), ecdsBuckets: 1, maxObjectBytes: 16 * 1024 };
 const cidrsOf = (i: number) => Array.from({ length: 20 }, (_, j) => `203.${i}.${j}.0/24`);
@@ -31,6 +32,7 @@ function unplacedByPlanner(operator: OperatorConfig): string[] {
 
 describe('a shoot that fits no bucket (real kube-apiserver)', () => {
   let cp: ControlPlane;
+  let grm: ResourceManager | undefined;
   let controller: AclController | undefined;
   const registry = new Registry();
   const extRef = (id: string): ObjectRef => ({ apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension', name: 'acl', namespace: id });
@@ -39,9 +41,12 @@ describe('a shoot that fits no bucket (real kube-apiserver)', () => {
   beforeAll(async () => {
     cp = await startWithCRDs([]);
     await createSeed(cp.kubeConfig, [DEFAULT_GW], SHOOTS);
+    // Succeeded means applied: the real resource manager applies the per-shoot filters.
+    grm = await startResourceManager(cp);
   }, 120_000);
   afterAll(async () => {
     await controller?.stop();
+    await grm?.stop();
     await cp?.stop();
   });
 

@@ -15,7 +15,7 @@ import { installCRDs, type ControlPlane } from '../kube/control-plane.js';
 import { eventually, startWithCRDs } from '../kube/kube-test-helpers.js';
 import { CLUSTER_RULES } from './expected-rbac.js';
 import { CONFIG_MOUNT, canI, serviceAccountKubeconfig, startChartContainer, writeChartConfig, type RunningContainer } from './chart-processes.js';
-import { gardenerVpaCrdFile } from '../support/gardener-resource-manager.js';
+import { gardenerVpaCrdFile, startResourceManager, type ResourceManager } from '../support/gardener-resource-manager.js';
 import { SEED_CHART, find, renderChart, type KubeObject } from './helm.js';
 
 const NAMESPACE = 'garden';
@@ -36,6 +36,7 @@ const canController = (cp: ControlPlane, attributes: Record<string, string>) => 
 
 describe('seed chart RBAC on a real kube-apiserver', () => {
   let cp: ControlPlane;
+  let grm: ResourceManager | undefined;
   let dir: string;
   let objects: KubeObject[];
   let controller: RunningContainer | undefined;
@@ -51,11 +52,14 @@ describe('seed chart RBAC on a real kube-apiserver', () => {
     for (const obj of objects) await createObject(cp.kubeConfig, obj as unknown as ObjectToWrite);
     const configFile = await writeChartConfig(objects, dir);
     await createSeed(cp.kubeConfig, [DEFAULT_GW], [A]);
+    // Succeeded means applied: the real resource manager applies the per-shoot filters.
+    grm = await startResourceManager(cp);
     controller = await startChartContainer(objects, 'controller', await serviceAccountKubeconfig(cp, NAMESPACE, dir), (arg) => arg.replace(`${CONFIG_MOUNT}/config.yaml`, configFile));
   }, 120_000);
 
   afterAll(async () => {
     controller?.child.kill('SIGTERM');
+    await grm?.stop();
     await cp?.stop();
     await rm(dir, { recursive: true, force: true });
   });

@@ -13,7 +13,7 @@ import { gardenerLegacyProxyEnvoyFilter } from '../envoy/gardener-shapes.js';
 import { createCertificateAuthority, getFreePort, installCRDs, issueServingCert, type ControlPlane } from '../kube/control-plane.js';
 import { eventually, startWithCRDs } from '../kube/kube-test-helpers.js';
 import { CONFIG_MOUNT, canI, serviceAccountKubeconfig, startChartContainer, writeChartConfig, type RunningContainer } from './chart-processes.js';
-import { gardenerVpaCrdFile } from '../support/gardener-resource-manager.js';
+import { gardenerVpaCrdFile, startResourceManager, type ResourceManager } from '../support/gardener-resource-manager.js';
 import { SEED_CHART, find, renderChart, type KubeObject } from './helm.js';
 
 const NAMESPACE = 'garden';
@@ -21,6 +21,7 @@ const A: ShootFixture = { project: 'p', name: 'a', providerConfig: allowRule('20
 
 describe('seed chart webhook under the chart’s RBAC (real kube-apiserver calling it over TLS)', () => {
   let cp: ControlPlane;
+  let grm: ResourceManager | undefined;
   let dir: string;
   let objects: KubeObject[];
   const running: RunningContainer[] = [];
@@ -58,10 +59,13 @@ describe('seed chart webhook under the chart’s RBAC (real kube-apiserver calli
     const webhooks = configuration.webhooks.map((w) => ({ ...w, clientConfig: { url: `https://127.0.0.1:${port}${w.clientConfig.service.path}`, caBundle: w.clientConfig.caBundle } }));
     await createObject(cp.kubeConfig, { ...configuration, webhooks } as unknown as ObjectToWrite);
     await createSeed(cp.kubeConfig, [DEFAULT_GW], [A]);
+    // Succeeded means applied: the real resource manager applies the per-shoot filters.
+    grm = await startResourceManager(cp);
   }, 120_000);
 
   afterAll(async () => {
     for (const r of running) r.child.kill('SIGTERM');
+    await grm?.stop();
     await cp?.stop();
     await rm(dir, { recursive: true, force: true });
   });

@@ -19,6 +19,7 @@ import type { ControlPlane } from '../kube/control-plane.js';
 import { eventually, sleep, startWithCRDs, testLogger } from '../kube/kube-test-helpers.js';
 import { startApiFaultProxy, type ApiFaultProxy } from '../support/api-fault-proxy.js';
 import { legacyFilter, startTestWebhook, type TestWebhook } from '../webhook/webhook-fixtures.js';
+import { startResourceManager, type ResourceManager } from '../support/gardener-resource-manager.js';
 
 const A: ShootFixture = { project: 'lag', name: 'a', providerConfig: allowRule('203.0.113.0/24') };
 const WATCH_IDLE_MS = 8_000;
@@ -27,6 +28,7 @@ const filterRef: ObjectRef = { apiVersion: 'networking.istio.io/v1alpha3', kind:
 
 describe('a webhook whose cache lags: Succeeded only once the legacy filter is stored with the new ACL', () => {
   let cp: ControlPlane;
+  let grm: ResourceManager | undefined;
   let proxy: ApiFaultProxy;
   let cache: InformerCacheSource;
   let hook: TestWebhook;
@@ -44,6 +46,8 @@ describe('a webhook whose cache lags: Succeeded only once the legacy filter is s
   beforeAll(async () => {
     cp = await startWithCRDs([]);
     await createSeed(cp.kubeConfig, [DEFAULT_GW], [A]);
+    // Succeeded means applied: the real resource manager applies the per-shoot filters.
+    grm = await startResourceManager(cp);
     proxy = await startApiFaultProxy(cp);
     cache = new InformerCacheSource(proxy.kubeConfigVia(cp.kubeConfig), testLogger(), { watchIdleTimeoutMs: WATCH_IDLE_MS });
     await cache.start();
@@ -73,6 +77,7 @@ describe('a webhook whose cache lags: Succeeded only once the legacy filter is s
     await hook?.stop();
     await cache?.stop();
     await proxy?.close();
+    await grm?.stop();
     await cp?.stop();
   });
 

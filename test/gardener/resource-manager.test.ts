@@ -144,4 +144,55 @@ describe('the real gardener-resource-manager applies and checks what the control
     await applied(A);
     expect(await getObject(cp.kubeConfig, filterRef(A, DEFAULT_GW.namespace))).toBeDefined();
   }, 60_000);
+
+  it('with the resource manager stopped, a changed ACL stays Processing and the reference’s ManagedResource stays, until it runs again', async () => {
+    await grm.stop();
+    await mergePatch(cp.kubeConfig, extRef(A), { spec: { providerConfig: allowRule('203.0.113.0/24', '192.0.2.0/24') } });
+    const generation = ((await getObject(cp.kubeConfig, extRef(A)))?.['metadata'] as { generation?: number } | undefined)?.generation;
+    if (generation === undefined) throw new Error('the API server gave the Extension no metadata.generation');
+    // The controller stores the new ManagedResource at once; nothing applies it.
+    const secret = await eventually('the new ManagedResource stored', async () => {
+      const s = await secretOf(cp, A);
+      const data = ((await getObject(cp.kubeConfig, s))?.['data'] as Record<string, string> | undefined)?.['envoyfilters.yaml'];
+      return data !== undefined && Buffer.from(data, 'base64').toString('utf8').includes('192.0.2.0') && s;
+    }, 30_000);
+    // What the reference extension leaves in a shoot namespace (made now: ours was applied before the
+    // change, which retires it); it may go only once ours is applied again.
+    const referenceMr: ObjectRef = { ...mrRef(A), name: 'acl-seed' };
+    await createObject(cp.kubeConfig, { apiVersion: referenceMr.apiVersion, kind: referenceMr.kind, metadata: { name: referenceMr.name, namespace: referenceMr.namespace }, spec: { class: 'seed', keepObjects: false, secretRefs: [] } });
+    // The combined CONNECT filters (paced, outside any ManagedResource) take the new ACL without the
+    // resource manager; from then on only the resource manager is missing.
+    await eventually('the combined filters hold the new ACL on both gateways', async () => {
+      for (const gw of [DEFAULT_GW, ZONAL_GW]) {
+        const filters = (await listAll(cp.kubeConfig, `/apis/networking.istio.io/v1alpha3/namespaces/${gw.namespace}/envoyfilters`)).items;
+        const combined = filters.filter((f) => String((f as { metadata?: { name?: string } }).metadata?.name).startsWith('acl-connect-'));
+        if (!combined.some((f) => JSON.stringify(f).includes('192.0.2.0'))) return false;
+      }
+      return true;
+    }, 120_000);
+    const until = Date.now() + 15_000;
+    const states = new Set<string>();
+    while (Date.now() < until) {
+      const status = (await getObject(cp.kubeConfig, extRef(A)))?.['status'] as { observedGeneration?: number; lastOperation?: { state?: string }; conditions?: Condition[] } | undefined;
+      if (status?.observedGeneration === generation) {
+        states.add(status.lastOperation?.state ?? '');
+        expect(status.conditions?.find((c) => c.type === 'ControlPlaneHealthy')).toMatchObject({ status: 'Progressing', reason: 'ACLConverging' });
+      }
+      expect(await getObject(cp.kubeConfig, referenceMr)).toBeDefined();
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    expect([...states]).toEqual(['Processing']);
+    // The applied filter still holds the earlier ACL: nothing has served the new one.
+    expect(JSON.stringify(await getObject(cp.kubeConfig, filterRef(A, DEFAULT_GW.namespace)))).not.toContain('192.0.2.0');
+
+    grm = await startResourceManager(cp);
+    await eventually('Succeeded once the resource manager applied it', async () => {
+      const status = (await getObject(cp.kubeConfig, extRef(A)))?.['status'] as { observedGeneration?: number; lastOperation?: { state?: string } } | undefined;
+      return status?.observedGeneration === generation && status.lastOperation?.state === 'Succeeded';
+    }, 90_000);
+    expect(JSON.stringify(await getObject(cp.kubeConfig, filterRef(A, DEFAULT_GW.namespace)))).toContain('192.0.2.0');
+    expect((await conditions(cp, A))['ResourcesApplied']?.status).toBe('True');
+    expect((await secretOf(cp, A)).name).toBe(secret.name);
+    await eventually('the reference’s ManagedResource retired after ours is applied', async () => (await getObject(cp.kubeConfig, referenceMr)) === undefined, 60_000);
+  }, 180_000);
 });

@@ -15,6 +15,7 @@ import type { ControlPlane } from '../kube/control-plane.js';
 import { eventually, startWithCRDs, testLogger } from '../kube/kube-test-helpers.js';
 import { gardenletCare } from '../support/gardener-contract.js';
 import { refuseWrites } from '../support/refusing-policy.js';
+import { startResourceManager, type ResourceManager } from '../support/gardener-resource-manager.js';
 
 const A: ShootFixture = { project: 'care', name: 'a', providerConfig: allowRule('203.0.113.0/24') };
 const HEARTBEAT_NAMESPACE = DEFAULT_GW.namespace;
@@ -34,12 +35,15 @@ const controlPlaneHealthy = async (cp: ControlPlane): Promise<Condition | undefi
 
 describe('gardenlet’s shoot care sees whether the combined CONNECT policies are stored on every gateway', () => {
   let cp: ControlPlane;
+  let grm: ResourceManager | undefined;
   let controller: AclController;
   let heartbeat: ExtensionHeartbeat;
 
   beforeAll(async () => {
     cp = await startWithCRDs([]);
     await createSeed(cp.kubeConfig, [DEFAULT_GW], [A]);
+    // Succeeded means applied: the real resource manager applies the per-shoot filters.
+    grm = await startResourceManager(cp);
     controller = await startTestController(cp.kubeConfig);
     heartbeat = new ExtensionHeartbeat(new KubeClusterClient(cp.kubeConfig), HEARTBEAT_NAMESPACE, 'test', testLogger());
   }, 120_000);
@@ -47,6 +51,7 @@ describe('gardenlet’s shoot care sees whether the combined CONNECT policies ar
   afterAll(async () => {
     heartbeat?.stop();
     await controller?.stop();
+    await grm?.stop();
     await cp?.stop();
   });
 
