@@ -20,8 +20,14 @@ const headerName = z
 export const DEFAULT_PROTECTED_HEADERS = ['Reversed-VPN', 'X-Gardener-Destination'] as const;
 export const DEFAULT_PROTECTED_PORTS = [8132, 8443] as const;
 export const MAX_ADDITIONAL_ALLOWED_CIDRS = 100;
-/** Largest maxObjectBytes: well below the API server's request limit (3 MiB) and etcd's value limit (1.5 MiB). */
-export const MAX_OBJECT_BYTES = 1024 * 1024;
+/**
+ * Largest maxObjectBytes. A transitional write may hold a shard's stored and planned entries
+ * together, up to about twice maxObjectBytes (see combined-syncer.ts), and etcd refuses values
+ * above 1.5 MiB: 2 × 640 KiB leaves a quarter MiB for metadata and managedFields.
+ */
+export const MAX_OBJECT_BYTES = 640 * 1024;
+/** Largest ECDS listener part: fixed scaffolding, written once per version, never transitional with twice its entries. */
+export const MAX_LISTENER_PART_BYTES = 1024 * 1024;
 /**
  * Always-allowed ranges a real shoot brings besides the operator's: seed nodes and pods, shoot
  * nodes, Infrastructure egress CIDRs and a managed seed's egress; 16 leaves room for many egress IPs.
@@ -119,10 +125,10 @@ function maximalShootProblem(config: SizeInputs & { readonly maxCIDRs: number })
 function ecdsListenerPartProblem(config: Pick<OperatorConfig, 'combinedForm' | 'protectedHeaders' | 'ecdsBuckets'>): string | undefined {
   if (config.combinedForm !== 'ecds') return undefined;
   const bytes = JSON.stringify(ecdsListenerObject(SCAFFOLD_GATEWAY, 65535, config.protectedHeaders, config.ecdsBuckets)).length + GATEWAY_ROOM_BYTES;
-  if (bytes <= MAX_OBJECT_BYTES) return undefined;
+  if (bytes <= MAX_LISTENER_PART_BYTES) return undefined;
   return (
     `ecdsBuckets ${config.ecdsBuckets} with ${config.protectedHeaders.length} protectedHeaders needs ECDS listener parts of about ${bytes} bytes (each names every bucket once per header), ` +
-    `more than the ${MAX_OBJECT_BYTES} bytes one object may take; lower ecdsBuckets (and raise maxObjectBytes to keep the capacity) or list fewer protectedHeaders`
+    `more than the ${MAX_LISTENER_PART_BYTES} bytes one object may take; lower ecdsBuckets (and raise maxObjectBytes to keep the capacity) or list fewer protectedHeaders`
   );
 }
 
@@ -147,7 +153,14 @@ export const operatorConfigSchema = z
     /** Listener port of the legacy PROXY-protocol apiserver-proxy path (Gardener < 1.123). */
     legacyProxyPort: port.default(8443),
     /** Largest serialized size (bytes) of one generated EnvoyFilter; combined filters are sharded below it. */
-    maxObjectBytes: z.number().int().min(16 * 1024).max(MAX_OBJECT_BYTES).default(512 * 1024),
+    maxObjectBytes: z
+      .number()
+      .int()
+      .min(16 * 1024)
+      .max(MAX_OBJECT_BYTES, {
+        error: `must be at most ${MAX_OBJECT_BYTES} (640 KiB): a write that moves shoots between shards holds up to twice maxObjectBytes, and etcd refuses objects above 1.5 MiB; for more capacity raise ecdsBuckets`,
+      })
+      .default(512 * 1024),
     /**
      * How the combined CONNECT filters hold the ACLs: `rules` (a DENY policy per shoot, every request
      * checks every mention) or `matcher` (a lookup of the routed shoot per protected header; cost

@@ -175,6 +175,8 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
         metrics: createLeaderElectionMetrics(registry),
         logger,
         ...(fence ? { fence } : {}),
+        // The process exits after a loss: it must not win the lease back while it shuts down.
+        campaignAfterLoss: false,
         onStartedLeading: () => {
           logger.info('became leader; starting workers');
           controller.startWorkers();

@@ -52,6 +52,11 @@ export interface LeaderElectorOptions {
   fence?: LeaseFence;
   /** Monotonic clock in ms (tests); default performance.now. */
   monotonicNow?: () => number;
+  /**
+   * false: run() ends when the lease is lost, as client-go's does, for a process that exits then
+   * (it must not win the lease back, and start its workers, while it shuts down). Default true.
+   */
+  campaignAfterLoss?: boolean;
 }
 
 const leaseSpecSchema = z.looseObject({
@@ -125,7 +130,7 @@ export class LeaderElector {
     return `leader without a successful lease renewal for ${Math.round(sinceRenewMs / 1000)} s`;
   }
 
-  /** Campaigns, leads, and campaigns again after a loss, until stop(). */
+  /** Campaigns, leads, and campaigns again after a loss (unless campaignAfterLoss is false), until stop(). */
   run(): Promise<void> {
     this.running ??= this.loop();
     return this.running;
@@ -165,6 +170,7 @@ export class LeaderElector {
       this.setLeading(true);
       if ((await this.renewUntilLost()) === 'stopped') return;
       this.setLeading(false, 'lost');
+      if (this.opts.campaignAfterLoss === false) return;
     }
   }
 
@@ -251,7 +257,8 @@ export class LeaderElector {
   private async tryAcquireOrRenew(timeoutMs: number): Promise<Attempt> {
     const now = this.now();
     const wallNow = Date.now();
-    const request = { timeoutMs, signal: this.stopController.signal };
+    // The lease is renewed on time whatever Retry-After other requests got (see rest.ts).
+    const request = { timeoutMs, signal: this.stopController.signal, ignorePushback: true };
     let lease: Lease | undefined;
     try {
       lease = leaseSchema.parse(await restRequest(this.opts.kubeConfig, { ...request, path: `${this.leasePath}/${this.opts.name}` }));
@@ -307,11 +314,11 @@ export class LeaderElector {
 
   private async release(): Promise<void> {
     const path = `${this.leasePath}/${this.opts.name}`;
-    const lease = leaseSchema.parse(await restRequest(this.opts.kubeConfig, { path, timeoutMs: this.renewDeadlineMs }));
+    const lease = leaseSchema.parse(await restRequest(this.opts.kubeConfig, { path, timeoutMs: this.renewDeadlineMs, ignorePushback: true }));
     if (lease.spec?.holderIdentity !== this.opts.identity) return;
     const now = microTime(Date.now());
     const spec: LeaseSpec = { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, acquireTime: now, renewTime: now };
-    await restRequest(this.opts.kubeConfig, { method: 'PUT', path, body: { ...lease, spec }, timeoutMs: this.renewDeadlineMs });
+    await restRequest(this.opts.kubeConfig, { method: 'PUT', path, body: { ...lease, spec }, timeoutMs: this.renewDeadlineMs, ignorePushback: true });
     this.log.info('released the lease');
   }
 }

@@ -31,6 +31,12 @@ export interface RestRequest {
   /** Defaults to application/json when there is a body. */
   contentType?: string;
   signal?: AbortSignal;
+  /**
+   * Sent at once even while the server asks the others to wait: the leader's lease renewal, which
+   * must not miss its deadline because of a Retry-After some other request got (its own answer
+   * still tells it to back off).
+   */
+  ignorePushback?: boolean;
 }
 
 /** Default deadline for a whole request (headers and body); watches use their own. */
@@ -162,15 +168,27 @@ export async function openResponse(kc: KubeConfig, req: RestRequest): Promise<ht
   try {
     res = await attempt();
   } catch (error) {
-    // A kept-alive connection the server closed as idle just as we reused it: the server never
-    // saw the request, so it is sent once more on a new connection (what Go's transport does
-    // for client-go; Node's http docs recommend the same).
-    if (!isStaleKeepAlive(error) || req.signal?.aborted) throw error;
+    // A kept-alive connection that broke as we reused it: usually the server closed it as idle and
+    // never saw the request, so it is sent once more on a new connection (as Go's transport does
+    // for client-go). Node cannot tell whether the server read it first, so only a request that
+    // may safely arrive twice is resent; the caller's retry reads the object again.
+    if (!isStaleKeepAlive(error) || !resendable(req) || req.signal?.aborted) throw error;
     res = await attempt();
   }
   const code = res.statusCode ?? 0;
   if (code < 200 || code > 299) throw await toApiException(res);
   return res;
+}
+
+/**
+ * Whether sending the request twice does what sending it once does. A JSON patch (an `add` to
+ * a list) and a create are not: the server may have applied the first before the connection
+ * dropped.
+ */
+function resendable(req: RestRequest): boolean {
+  const method = req.method ?? 'GET';
+  if (method === 'POST') return false;
+  return method !== 'PATCH' || req.contentType !== 'application/json-patch+json';
 }
 
 function isStaleKeepAlive(error: unknown): boolean {
@@ -189,6 +207,10 @@ export async function restRequest(
   const deadline = linkedAbort(req.signal, req.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
   const gate = serverPushback(kc);
   try {
+    if (req.ignorePushback === true) {
+      const res = await openResponse(kc, { ...req, signal: deadline.signal });
+      return parseJson(await readText(res));
+    }
     // The wait for a server-requested pause counts against the request's deadline.
     const ticket = await gate.enter(deadline.signal);
     let failure: unknown;

@@ -1,7 +1,7 @@
 // The operator configuration never admits values under which one shoot at the CIDR limit could
 // not fit one combined CONNECT filter: such a shoot would be left out of the CONNECT protection.
 import { describe, expect, it } from 'vitest';
-import { MAX_OBJECT_BYTES, parseOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
+import { MAX_LISTENER_PART_BYTES, parseOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
 import { buildSeedEnvoyFilters } from '../../src/rbac/seed-envoy-filters.js';
 import { cidr, rule } from '../support/test-seed.js';
 
@@ -67,7 +67,7 @@ describe.each(LIMITS)('operator configuration: one maximal shoot fits one combin
         const objects = buildSeedEnvoyFilters({ operator, gateways, observabilityWildcards: [], shoots: [shoot] }).combined;
         expect(objects.some((f) => JSON.stringify(f).includes(shoot.technicalID))).toBe(true);
         // The ECDS listener parts are fixed scaffolding, bounded by what one object may take (checked below).
-        for (const f of objects) expect(JSON.stringify(f).length, f.metadata.name).toBeLessThanOrEqual(f.metadata.name.endsWith('-ecds') ? MAX_OBJECT_BYTES : operator.maxObjectBytes);
+        for (const f of objects) expect(JSON.stringify(f).length, f.metadata.name).toBeLessThanOrEqual(f.metadata.name.endsWith('-ecds') ? MAX_LISTENER_PART_BYTES : operator.maxObjectBytes);
       }
     }
   });
@@ -81,6 +81,13 @@ describe('operator configuration: combinedForm and ecdsBuckets', () => {
     ]);
     expect(errors({ ecdsBuckets: 256, protectedHeaders: headers.slice(0, 4) })).toEqual([]);
     expect(errors({ combinedForm: 'rules', ecdsBuckets: 256, protectedHeaders: headers })).toEqual([]);
+  });
+
+  it('maxObjectBytes above 640 KiB is refused: a transitional write holds up to twice it, past etcd’s 1.5 MiB', () => {
+    expect(errors({ maxObjectBytes: 1024 * 1024 })).toEqual([
+      'maxObjectBytes: must be at most 655360 (640 KiB): a write that moves shoots between shards holds up to twice maxObjectBytes, and etcd refuses objects above 1.5 MiB; for more capacity raise ecdsBuckets',
+    ]);
+    expect(config({ maxObjectBytes: 640 * 1024 }).maxObjectBytes).toBe(655360);
   });
 
   it('a bad combinedForm or ecdsBuckets is refused with the field, the value and the fix', () => {
