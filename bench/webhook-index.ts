@@ -37,7 +37,7 @@ const extension = (i: number, generation: number): Extension =>
 
 const extensions = Array.from({ length: SHOOTS }, (_, i) => extension(i, 1));
 let revision = 0;
-const index = new AclIndex({ extensions: () => extensions, deployments: () => [], revision: () => revision, synced: () => true });
+const index = new AclIndex({ extensions: () => extensions, revision: () => revision, synced: () => true });
 index.legacyAcl(id(0));
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;

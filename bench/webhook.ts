@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { defaultOperatorConfig } from '../src/acl/operator-config.js';
-import { deploymentSchema, extensionSchema } from '../src/gardener/objects.js';
+import { extensionSchema } from '../src/gardener/objects.js';
 import { staticCacheSource } from '../src/webhook/acl-index.js';
 import { selfSignedCertificates } from '../src/webhook/serving-certs.js';
 import { startWebhookApp } from '../src/webhook/webhook-app.js';
@@ -39,12 +39,6 @@ const extensions = Array.from({ length: SHOOTS }, (_, i) =>
     },
   }),
 );
-const gateway = deploymentSchema.parse({
-  apiVersion: 'apps/v1',
-  kind: 'Deployment',
-  metadata: { name: 'istio-ingressgateway', namespace: 'istio-ingress' },
-  spec: { selector: { matchLabels: { app: 'istio-ingressgateway', istio: 'ingressgateway' } } },
-});
 
 /** 256 distinct UPDATE reviews, as the API server sends them for Gardener's legacy filters. */
 const bodies = Array.from({ length: 256 }, (_, n) => {
@@ -110,7 +104,7 @@ async function drive(url: string, ca: string): Promise<Result> {
 const { ca, serving } = await selfSignedCertificates([], ['127.0.0.1']);
 const app = await startWebhookApp({
   operator: defaultOperatorConfig(),
-  cache: staticCacheSource(extensions, [gateway]),
+  cache: staticCacheSource(extensions),
   validateShoots: false,
   certificates: { pair: serving },
   host: '127.0.0.1',

@@ -197,10 +197,9 @@ export class AclActuator implements Actuator {
     if (check.upToDate && !check.notApplied) return managedResourceProgress(stored);
     // Add before remove: the new Secret exists before the ManagedResource names it.
     await client.createIfAbsent(desired.secret);
+    // The Secret it named before is left to the resource manager's garbage collector, which deletes
+    // it once nothing references it (managed-resource.ts): the controller deletes no Secret.
     if (!check.upToDate) await client.apply(desired.managedResource);
-    for (const old of check.previousSecrets) {
-      await client.delete({ apiVersion: 'v1', kind: 'Secret', name: old, namespace });
-    }
     // Just written: the resource manager's status (an event on its informer) says when it is applied.
     return { kind: 'waiting', detail: 'written; the resource manager has not applied it yet' };
   }
@@ -248,10 +247,8 @@ export class AclActuator implements Actuator {
         if ((current['spec'] as { keepObjects?: boolean } | undefined)?.keepObjects !== false) {
           await client.mergePatch(MR_REF(namespace), { spec: { keepObjects: false } });
         }
+        // Its Secret goes with the resource manager's garbage collector.
         await client.delete(MR_REF(namespace));
-        for (const ref of (current['spec'] as { secretRefs?: { name: string }[] } | undefined)?.secretRefs ?? []) {
-          await client.delete({ apiVersion: 'v1', kind: 'Secret', name: ref.name, namespace });
-        }
       }
       // The resource manager deletes the applied filters, then its finalizer: until the
       // ManagedResource is gone the filters may still be stored (its informer brings the

@@ -114,14 +114,12 @@ export interface StoredManagedResourceCheck {
   readonly upToDate: boolean;
   /** The resource manager reports that it could not apply it (for example its Secret is gone). */
   readonly notApplied: boolean;
-  /** Secrets the stored object references that `desired` no longer does. */
-  readonly previousSecrets: readonly string[];
 }
 
 /** Compares a stored ManagedResource (raw JSON, or undefined when absent) with the desired one. */
 export function checkStoredManagedResource(stored: unknown, desired: ManagedResourceObjects['managedResource']): StoredManagedResourceCheck {
   const parsed = storedManagedResourceSchema.safeParse(stored);
-  if (stored === undefined || !parsed.success) return { upToDate: false, notApplied: false, previousSecrets: [] };
+  if (stored === undefined || !parsed.success) return { upToDate: false, notApplied: false };
   const { metadata, spec, status } = parsed.data;
   const refs = (spec?.secretRefs ?? []).map((r) => r.name);
   const wanted = desired.spec.secretRefs.map((r) => r.name);
@@ -135,7 +133,7 @@ export function checkStoredManagedResource(stored: unknown, desired: ManagedReso
     has(metadata.labels, desired.metadata.labels) &&
     has(metadata.annotations, desired.metadata.annotations);
   const notApplied = (status?.conditions ?? []).some((c) => c.type === 'ResourcesApplied' && c.status === 'False');
-  return { upToDate, notApplied, previousSecrets: refs.filter((r) => !wanted.includes(r)) };
+  return { upToDate, notApplied };
 }
 
 /** The manifests inside a ManagedResource Secret's data (for the resource-manager stand-in and tests). */

@@ -14,10 +14,17 @@ export const REFERENCE_MANAGED_RESOURCE = 'acl-seed';
 const REFERENCE_WEBHOOK_CONFIGURATION = 'acl';
 const REFERENCE_WEBHOOK_NAME = 'acl.stackit.cloud';
 
+/**
+ * The reference's Secret from Gardener's managed-resource helper before immutable Secrets; the
+ * only Secret this controller may delete (RBAC names it). Later, hash-named ones carry the garbage
+ * collector's label, so the resource manager deletes them once the ManagedResource is gone.
+ */
+export const REFERENCE_SECRET = 'managedresource-acl-seed';
+
 const managedResourceRef = (namespace: string): ObjectRef => ({ apiVersion: 'resources.gardener.cloud/v1alpha1', kind: 'ManagedResource', name: REFERENCE_MANAGED_RESOURCE, namespace });
 
 /**
- * Deletes the reference's ManagedResource of one shoot and the Secrets it names. Called only once
+ * Deletes the reference's ManagedResource of one shoot and its mutable Secret. Called only once
  * this controller's own filters protect the shoot as stored, or when the shoot leaves the seed.
  * Returns whether there was one.
  */
@@ -26,9 +33,7 @@ export async function retireReferenceManagedResource(client: ClusterClient, name
   if (!stored) return false;
   const spec = stored['spec'] as { secretRefs?: { name?: string }[] } | undefined;
   await client.delete(managedResourceRef(namespace));
-  for (const ref of spec?.secretRefs ?? []) {
-    if (ref.name) await client.delete({ apiVersion: 'v1', kind: 'Secret', name: ref.name, namespace });
-  }
+  if (spec?.secretRefs?.some((ref) => ref.name === REFERENCE_SECRET)) await client.delete({ apiVersion: 'v1', kind: 'Secret', name: REFERENCE_SECRET, namespace });
   return true;
 }
 

@@ -6,13 +6,12 @@
 // (DESIGN section 6), and the legacy filters and the combined filters always agree.
 import { isActive } from '../actuator/combined-syncer.js';
 import { appliedFromState, type AppliedAcl } from '../actuator/applied-state.js';
-import type { Deployment, Extension } from '../gardener/objects.js';
+import type { Extension } from '../gardener/objects.js';
 import { KEEP_AS_STORED, type LegacyProxyAcl } from '../rbac/legacy-proxy-patch.js';
 
-/** The cached objects; `revision()` changes whenever either list does. */
+/** The cached objects; `revision()` changes whenever the list does. */
 export interface AdmissionCacheSource {
   extensions(): readonly Extension[];
-  deployments(): readonly Deployment[];
   revision(): number;
   synced(): boolean;
 }
@@ -64,6 +63,6 @@ export class AclIndex {
 }
 
 /** Fixed objects, for benchmarks and tests that need no API server. */
-export function staticCacheSource(extensions: readonly Extension[], deployments: readonly Deployment[]): AdmissionCacheSource {
-  return { extensions: () => extensions, deployments: () => deployments, revision: () => 0, synced: () => true };
+export function staticCacheSource(extensions: readonly Extension[]): AdmissionCacheSource {
+  return { extensions: () => extensions, revision: () => 0, synced: () => true };
 }

@@ -1,9 +1,10 @@
-// The EnvoyFilter webhook's view of the seed: two informers (acl Extensions, gateway
-// Deployments), so admission never waits for an API round-trip.
-import { cachedExtension, withoutFieldManagement } from '../gardener/cached-views.js';
+// The EnvoyFilter webhook's view of the seed: one informer on acl Extensions (the recorded ACLs),
+// so admission never waits for an API round-trip. Nothing else is cached: what the webhook does
+// not read, it neither waits for at readiness nor holds RBAC for.
+import { cachedExtension } from '../gardener/cached-views.js';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { deploymentSchema, extensionSchema, type Deployment, type Extension } from '../gardener/objects.js';
+import { extensionSchema, type Extension } from '../gardener/objects.js';
 import { EXTENSION_TYPE } from '../gardener/seed-acl.js';
 import { WATCHED } from '../gardener/watched-resources.js';
 import { ResilientInformer } from '../kube/informer.js';
@@ -12,7 +13,6 @@ import type { AdmissionCacheSource } from './acl-index.js';
 export class InformerCacheSource implements AdmissionCacheSource {
   private changes = 0;
   private readonly extensionInformer: ResilientInformer<Extension>;
-  private readonly deploymentInformer: ResilientInformer<Deployment>;
 
   /** `watchIdleTimeoutMs`: a watch silent this long is re-opened (informer default 90 s; tests shorten it). */
   constructor(kubeConfig: KubeConfig, logger: Logger, options: { readonly watchIdleTimeoutMs?: number } = {}) {
@@ -33,33 +33,18 @@ export class InformerCacheSource implements AdmissionCacheSource {
       keep: (ext) => ext.spec.type === EXTENSION_TYPE,
       onChange,
     });
-    this.deploymentInformer = new ResilientInformer<Deployment>({
-      kubeConfig,
-      logger,
-      ...idle,
-      ...WATCHED.gatewayDeployments,
-      parse: (raw) => {
-        const parsed = deploymentSchema.safeParse(raw);
-        return parsed.success ? withoutFieldManagement(parsed.data) : undefined;
-      },
-      onChange,
-    });
   }
 
   async start(): Promise<void> {
-    await Promise.all([this.extensionInformer.start(), this.deploymentInformer.start()]);
+    await this.extensionInformer.start();
   }
 
   async stop(): Promise<void> {
-    await Promise.allSettled([this.extensionInformer.stop(), this.deploymentInformer.stop()]);
+    await Promise.allSettled([this.extensionInformer.stop()]);
   }
 
   extensions(): readonly Extension[] {
     return this.extensionInformer.list();
-  }
-
-  deployments(): readonly Deployment[] {
-    return this.deploymentInformer.list();
   }
 
   revision(): number {
@@ -68,12 +53,12 @@ export class InformerCacheSource implements AdmissionCacheSource {
 
   /** The caches that have followed no watch for `thresholdMs` (a stuck informer serves an ever older view). */
   stuck(thresholdMs: number): string[] {
-    return Object.entries({ extensions: this.extensionInformer, deployments: this.deploymentInformer })
+    return Object.entries({ extensions: this.extensionInformer })
       .filter(([, informer]) => informer.notWatchingForMs() > thresholdMs)
       .map(([name]) => name);
   }
 
   synced(): boolean {
-    return this.extensionInformer.hasSynced() && this.deploymentInformer.hasSynced();
+    return this.extensionInformer.hasSynced();
   }
 }

@@ -17,7 +17,8 @@ export const CLUSTER_RULES: readonly Rule[] = [
   { apiGroups: ['apps'], resources: ['deployments'], verbs: ['list', 'watch'] },
   { apiGroups: [''], resources: ['services'], verbs: ['list', 'watch'] },
   { apiGroups: ['resources.gardener.cloud'], resources: ['managedresources'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
-  { apiGroups: [''], resources: ['secrets'], verbs: ['create', 'delete'] },
+  { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+  { apiGroups: [''], resources: ['secrets'], resourceNames: ['managedresource-acl-seed'], verbs: ['delete'] },
   { apiGroups: ['admissionregistration.k8s.io'], resources: ['mutatingwebhookconfigurations'], resourceNames: ['acl'], verbs: ['get', 'delete'] },
   { apiGroups: [''], resources: ['events'], verbs: ['create'] },
 ];
@@ -34,11 +35,8 @@ export const MANAGED_CERTIFICATE_RULES: readonly Rule[] = [
   { apiGroups: [''], resources: ['secrets'], resourceNames: ['gardener-acl-webhook-ca', 'gardener-acl-webhook-tls'], verbs: ['get', 'patch'] },
 ];
 
-/** The seed webhook's own ServiceAccount: what its two caches list and watch, nothing else. */
-export const WEBHOOK_RULES: readonly Rule[] = [
-  { apiGroups: ['extensions.gardener.cloud'], resources: ['extensions'], verbs: ['list', 'watch'] },
-  { apiGroups: ['apps'], resources: ['deployments'], verbs: ['list', 'watch'] },
-];
+/** The seed webhook's own ServiceAccount: what its cache lists and watches, nothing else. */
+export const WEBHOOK_RULES: readonly Rule[] = [{ apiGroups: ['extensions.gardener.cloud'], resources: ['extensions'], verbs: ['list', 'watch'] }];
 
 export const KUBE_SYSTEM_RULES: readonly Rule[] = [{ apiGroups: [''], resources: ['configmaps'], verbs: ['list', 'watch'] }];
 

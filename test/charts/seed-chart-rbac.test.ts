@@ -93,6 +93,9 @@ describe('seed chart RBAC on a real kube-apiserver', () => {
       { verb: 'update', group: 'extensions.gardener.cloud', resource: 'extensions', namespace: technicalID(A) },
       { verb: 'get', group: '', resource: 'secrets', namespace: technicalID(A) },
       { verb: 'list', group: '', resource: 'secrets', namespace: 'kube-system' },
+      // The resource manager's garbage collector deletes the ManagedResource Secrets; only the reference's mutable one is ours to delete.
+      { verb: 'delete', group: '', resource: 'secrets', namespace: 'kube-system', name: 'gardener-secret' },
+      { verb: 'delete', group: '', resource: 'secrets', namespace: technicalID(A), name: 'managedresource-extension-acl-0123abcd' },
       { verb: 'update', group: 'networking.istio.io', resource: 'envoyfilters', namespace: DEFAULT_GW.namespace },
       { verb: 'list', group: '', resource: 'configmaps', namespace: NAMESPACE },
       { verb: 'get', group: '', resource: 'configmaps', namespace: 'kube-system' },
@@ -104,6 +107,7 @@ describe('seed chart RBAC on a real kube-apiserver', () => {
     ];
     for (const attributes of denied) expect(await canController(cp, attributes), JSON.stringify(attributes)).toBe(false);
     expect(await canController(cp, { verb: 'patch', group: 'networking.istio.io', resource: 'envoyfilters', namespace: DEFAULT_GW.namespace })).toBe(true);
+    expect(await canController(cp, { verb: 'delete', group: '', resource: 'secrets', namespace: technicalID(A), name: 'managedresource-acl-seed' })).toBe(true);
     expect(await canController(cp, { verb: 'update', group: 'coordination.k8s.io', resource: 'leases', namespace: NAMESPACE, name: 'gardener-acl-leader-election' })).toBe(true);
   });
 

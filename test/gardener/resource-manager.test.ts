@@ -135,6 +135,9 @@ describe('the real gardener-resource-manager applies and checks what the control
     for (const state of seen) expect(['ext mr filter', 'ext mr -', 'ext - -', '- - -']).toContain(state);
     expect(await getObject(cp.kubeConfig, filterRef(B, ZONAL_GW.namespace))).toBeUndefined();
     expect(await getObject(cp.kubeConfig, mrRef(B))).toBeUndefined();
+    // The controller deletes no Secret: the resource manager's garbage collector takes the one nothing references now.
+    const gc = await garbageCollectOnce(cp.kubeconfigPath);
+    expect(gc.step('gc')).toMatchObject({ ok: true });
     const secrets = (await listAll(cp.kubeConfig, `/api/v1/namespaces/${technicalID(B)}/secrets`)).items;
     expect(secrets).toEqual([]);
   }, 90_000);

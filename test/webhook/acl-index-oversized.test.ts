@@ -2,7 +2,7 @@
 // every other EnvoyFilter; and the index follows a changed Extension without reading the others again.
 import { describe, expect, it } from 'vitest';
 import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
-import { deploymentSchema, extensionSchema, type Extension } from '../../src/gardener/objects.js';
+import { extensionSchema, type Extension } from '../../src/gardener/objects.js';
 import { AclIndex, staticCacheSource } from '../../src/webhook/acl-index.js';
 import { mutateEnvoyFilter } from '../../src/webhook/envoy-filter-mutator.js';
 import { legacyFilter } from './webhook-fixtures.js';
@@ -19,15 +19,6 @@ function aclExtension(namespace: string, cidrs: readonly string[], alwaysAllowed
   });
 }
 
-const gateway = deploymentSchema.parse({
-  apiVersion: 'apps/v1',
-  kind: 'Deployment',
-  metadata: { name: 'istio-ingressgateway', namespace: 'istio-ingress', labels: { app: 'istio-ingressgateway', istio: 'ingressgateway' } },
-  spec: {
-    selector: { matchLabels: { app: 'istio-ingressgateway', istio: 'ingressgateway' } },
-    template: { metadata: { labels: { app: 'istio-ingressgateway', istio: 'ingressgateway' } }, spec: { containers: [{ name: 'istio-proxy', image: 'istio/proxyv2' }] } },
-  },
-});
 
 /** The recorded ACL the index answers with (not KEEP_AS_STORED). */
 const recorded = (acl: ReturnType<AclIndex['legacyAcl']>) => (typeof acl === 'object' ? acl : undefined);
@@ -35,7 +26,7 @@ const recorded = (acl: ReturnType<AclIndex['legacyAcl']>) => (typeof acl === 'ob
 describe('webhook index with an oversized shoot', () => {
   const huge = aclExtension('shoot--p--huge', ['203.0.113.0/24'], Array.from({ length: 200 }, (_, i) => `198.18.${i}.7/32`));
   const small = aclExtension('shoot--p--small', ['192.0.2.0/24'], ['10.250.0.0/16']);
-  const index = new AclIndex(staticCacheSource([huge, small], [gateway]));
+  const index = new AclIndex(staticCacheSource([huge, small]));
 
   it('point 5: answers the legacy filter of another shoot', () => {
     const verdict = mutateEnvoyFilter({ uid: 'u1', operation: 'CREATE', name: 'shoot--p--small', namespace: 'istio-ingress', object: legacyFilter('shoot--p--small', 'istio-ingress') } as Parameters<typeof mutateEnvoyFilter>[0], index, operator);
@@ -59,7 +50,7 @@ describe('webhook index with an oversized shoot', () => {
     const [watchedHuge, watchedSmall] = [watch(huge), watch(small)];
     let extensions = [watchedHuge, watchedSmall];
     let revision = 0;
-    const incremental = new AclIndex({ extensions: () => extensions, deployments: () => [gateway], revision: () => revision, synced: () => true });
+    const incremental = new AclIndex({ extensions: () => extensions, revision: () => revision, synced: () => true });
     expect(recorded(incremental.legacyAcl('shoot--p--small'))?.rule.cidrs.length).toBe(1);
     expect(reads.sort()).toEqual(['shoot--p--huge', 'shoot--p--small']);
     reads.length = 0;

@@ -4,7 +4,7 @@
 import fastJsonPatch from 'fast-json-patch';
 import { describe, expect, it } from 'vitest';
 import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
-import { deploymentSchema, extensionSchema, type Extension } from '../../src/gardener/objects.js';
+import { extensionSchema, type Extension } from '../../src/gardener/objects.js';
 import { FILTER_NAMES } from '../../src/rbac/filter-values.js';
 import { AclIndex, staticCacheSource } from '../../src/webhook/acl-index.js';
 import { mutateEnvoyFilter } from '../../src/webhook/envoy-filter-mutator.js';
@@ -24,15 +24,6 @@ const extension = (state: unknown): Extension =>
     ...(state === undefined ? {} : { status: { state } }),
   });
 
-const gateway = deploymentSchema.parse({
-  apiVersion: 'apps/v1',
-  kind: 'Deployment',
-  metadata: { name: 'istio-ingressgateway', namespace: NAMESPACE, labels: { app: 'istio-ingressgateway', istio: 'ingressgateway' } },
-  spec: {
-    selector: { matchLabels: { app: 'istio-ingressgateway', istio: 'ingressgateway' } },
-    template: { metadata: { labels: { app: 'istio-ingressgateway', istio: 'ingressgateway' } }, spec: { containers: [{ name: 'istio-proxy', image: 'istio/proxyv2' }] } },
-  },
-});
 
 /** What the API server stores after the webhook answered `request`. */
 function admitted(index: AclIndex, operation: 'CREATE' | 'UPDATE', object: Record<string, unknown>, oldObject?: Record<string, unknown>): Record<string, unknown> {
@@ -50,7 +41,7 @@ function chain(filter: Record<string, unknown>): { names: string[]; rbac: unknow
 }
 
 describe('an active shoot whose recorded ACL is unreadable (legacy apiserver-proxy filter)', () => {
-  const protectedFilter = admitted(new AclIndex(staticCacheSource([extension(appliedState(['203.0.113.0/24']))], [gateway])), 'CREATE', legacyFilter(ID, NAMESPACE));
+  const protectedFilter = admitted(new AclIndex(staticCacheSource([extension(appliedState(['203.0.113.0/24']))])), 'CREATE', legacyFilter(ID, NAMESPACE));
 
   it('the filter was protected while the ACL was readable', () => {
     expect(chain(protectedFilter).names[0]).toBe(FILTER_NAMES.legacyProxy);
@@ -63,7 +54,7 @@ describe('an active shoot whose recorded ACL is unreadable (legacy apiserver-pro
     ['removed', undefined],
   ] as const) {
     it(`status.state ${what}: Gardener's rewrite of the filter (its chain without ours) keeps the stored RBAC filter`, () => {
-      const index = new AclIndex(staticCacheSource([extension(state)], [gateway]));
+      const index = new AclIndex(staticCacheSource([extension(state)]));
       const rewritten = admitted(index, 'UPDATE', legacyFilter(ID, NAMESPACE), protectedFilter);
       expect(chain(rewritten).names[0]).toBe(FILTER_NAMES.legacyProxy);
       expect(chain(rewritten).rbac).toEqual(chain(protectedFilter).rbac);
@@ -73,9 +64,9 @@ describe('an active shoot whose recorded ACL is unreadable (legacy apiserver-pro
   }
 
   it('an active shoot that never had an ACL stays open (nothing to keep); a shoot with no Extension loses the filter', () => {
-    const fresh = new AclIndex(staticCacheSource([extension(undefined)], [gateway]));
+    const fresh = new AclIndex(staticCacheSource([extension(undefined)]));
     expect(chain(admitted(fresh, 'CREATE', legacyFilter(ID, NAMESPACE))).rbac).toBeUndefined();
-    const gone = new AclIndex(staticCacheSource([], [gateway]));
+    const gone = new AclIndex(staticCacheSource([]));
     expect(chain(admitted(gone, 'UPDATE', protectedFilter, protectedFilter)).rbac).toBeUndefined();
   });
 });
