@@ -393,18 +393,25 @@ type wrapped struct {
 func (w wrapped) Generate(p *model.Proxy, wr *model.WatchedResource, req *model.PushRequest) (model.Resources, model.XdsLogDetails, error) {
 	generateStart := time.Now()
 	res, logs, err := w.inner.Generate(p, wr, req)
-	generate := time.Since(generateStart)
 	if err != nil {
 		return nil, logs, err
 	}
+	res, err = w.finish(res, time.Since(generateStart))
+	return res, logs, err
+}
+
+// finish rewrites what Istio generated through fn (when set) and counts it
+// under kind, with the time Istio's generator took.
+func (w wrapped) finish(res model.Resources, generate time.Duration) (model.Resources, error) {
 	var took time.Duration
+	var err error
 	if w.fn != nil {
 		start := time.Now()
 		res, err = transform(res, w.fn)
 		took = time.Since(start)
 	}
 	generated.count(w.kind, res, generate, took)
-	return res, logs, err
+	return res, err
 }
 
 // wrappedDelta keeps the delta interface of generators that have it (CDS), so
@@ -417,17 +424,10 @@ type wrappedDelta struct {
 func (w wrappedDelta) GenerateDeltas(p *model.Proxy, req *model.PushRequest, wr *model.WatchedResource) (model.Resources, model.DeletedResources, model.XdsLogDetails, bool, error) {
 	generateStart := time.Now()
 	res, deleted, logs, usedDelta, err := w.delta.GenerateDeltas(p, req, wr)
-	generate := time.Since(generateStart)
 	if err != nil {
 		return nil, nil, logs, usedDelta, err
 	}
-	var took time.Duration
-	if w.fn != nil {
-		start := time.Now()
-		res, err = transform(res, w.fn)
-		took = time.Since(start)
-	}
-	generated.count(w.kind, res, generate, took)
+	res, err = w.finish(res, time.Since(generateStart))
 	return res, deleted, logs, usedDelta, err
 }
 
