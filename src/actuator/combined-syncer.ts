@@ -17,6 +17,7 @@ import type { OperatorConfig } from '../acl/operator-config.js';
 import type { EnvoyFilterObject, Extension } from '../gardener/objects.js';
 import { EXTENSION_TYPE } from '../gardener/seed-acl.js';
 import { describeError } from '../kube/errors.js';
+import { FenceRefusedError } from '../kube/lease-fence.js';
 import { jsonEqual } from '../rbac/deep-equal.js';
 import type { GeneratedEnvoyFilter } from '../rbac/envoy-filter-types.js';
 import type { PolicyEntry } from '../rbac/filter-values.js';
@@ -303,13 +304,25 @@ interface StoredReading {
   readonly gatewaysKey: string;
   readonly coverage: StoredCoverage;
   readonly namespaces: readonly string[];
-  /** Technical IDs some stored filter (of any form) holds a policy of. */
-  readonly held: ReadonlySet<string>;
+  /** Per gateway namespace, the technical IDs some stored filter (of any form) there holds a policy of. */
+  readonly held: ReadonlyMap<string, ReadonlySet<string>>;
 }
 
 /** The same cached objects in the same order (the cache hands out a new object for every stored change). */
 function sameObjects<T>(a: readonly T[], b: readonly T[]): boolean {
   return a.length === b.length && a.every((item, i) => item === b[i]);
+}
+
+/** Writes refused or failed in some gateway namespaces; the others were written. */
+export class CombinedWritesFailed extends Error {
+  constructor(
+    readonly namespaces: ReadonlyMap<string, string>,
+    /** The first error, for its status code and Retry-After. */
+    override readonly cause: unknown,
+  ) {
+    super([...namespaces].map(([namespace, reason]) => `in ${namespace}: ${reason}`).join('; '));
+    this.name = 'CombinedWritesFailed';
+  }
 }
 
 /** Syncs the combined filters from the caches; see the file comment for the rules. */
@@ -326,6 +339,8 @@ export class CombinedSyncer {
   private pending: PendingWrite[] = [];
   /** Why the last sync failed (API error, webhook refusal); undefined after a successful one. */
   private lastFailure: string | undefined;
+  /** Gateway namespaces whose writes failed in the last sync that wrote, with the error. */
+  private refusedNamespaces: ReadonlyMap<string, string> = new Map();
 
   /** The last reading of the stored filters (see storedReading). */
   private lastReading: StoredReading | undefined;
@@ -353,9 +368,19 @@ export class CombinedSyncer {
     return this.pending.some((p) => p.key === k && (event === 'delete' ? p.deleted : !p.deleted && p.resourceVersion === filter.metadata.resourceVersion));
   }
 
-  /** Whether some stored combined filter (on any gateway and port) still holds a policy of `technicalID`. */
+  /**
+   * Whether some stored combined filter still holds a policy of `technicalID` in a gateway
+   * namespace where the last sync could write. A namespace whose writes are refused keeps a
+   * deleted shoot's policy until they go through; that must not hold every deletion of the seed.
+   */
   holds(technicalID: string): boolean {
-    return this.storedReading().held.has(technicalID);
+    for (const [namespace, ids] of this.storedReading().held) if (ids.has(technicalID) && !this.refusedNamespaces.has(namespace)) return true;
+    return false;
+  }
+
+  /** Gateway namespaces where the last sync's writes failed (and why), until a sync writes there again. */
+  refused(): ReadonlyMap<string, string> {
+    return this.refusedNamespaces;
   }
 
   /**
@@ -392,8 +417,13 @@ export class CombinedSyncer {
     const last = this.lastReading;
     if (last && last.gatewaysKey === gatewaysKey && sameObjects(last.stored, stored)) return last;
     const coverage = storedCoverage(stored, new Map(gateways.map((g) => [g.namespace, g.selector])), this.form);
-    const held = new Set<string>();
-    for (const filter of stored) for (const id of storedEntriesAnyForm(filter).keys()) held.add(id);
+    const held = new Map<string, Set<string>>();
+    for (const filter of stored) {
+      const namespace = filter.metadata.namespace;
+      const ids = held.get(namespace) ?? new Set<string>();
+      held.set(namespace, ids);
+      for (const id of storedEntriesAnyForm(filter).keys()) ids.add(id);
+    }
     this.lastReading = { stored, gatewaysKey, coverage, namespaces: gateways.map((g) => g.namespace), held };
     return this.lastReading;
   }
@@ -458,24 +488,47 @@ export class CombinedSyncer {
     let applied = 0;
     let deleted = 0;
     let listenerWrites = 0;
+    // Each gateway namespace protects every shoot on its own, so a write refused in one namespace
+    // stops only that namespace's later steps (add before remove holds per namespace) and the
+    // others converge. Without the fence nothing may be written anywhere: that ends the sync.
+    const failed = new Map<string, unknown>();
+    const step = async (namespace: string, run: () => Promise<void>): Promise<boolean> => {
+      if (failed.has(namespace)) return false;
+      try {
+        await run();
+        return true;
+      } catch (error) {
+        if (error instanceof FenceRefusedError) throw error;
+        failed.set(namespace, error);
+        return false;
+      }
+    };
     for (const filter of plan.grow) {
-      await this.write(filter, storedByKey.get(key(filter)));
+      if (!(await step(filter.metadata.namespace, () => this.write(filter, storedByKey.get(key(filter)))))) continue;
       applied++;
       if (changesListeners(filter.metadata.name)) listenerWrites++;
     }
     for (const filter of plan.settle) {
-      const { resourceVersion } = await deps.client.apply(filter);
-      this.pending.push({ key: key(filter), resourceVersion, deleted: false, at: this.now() });
+      const done = await step(filter.metadata.namespace, async () => {
+        const { resourceVersion } = await deps.client.apply(filter);
+        this.pending.push({ key: key(filter), resourceVersion, deleted: false, at: this.now() });
+      });
+      if (!done) continue;
       applied++;
       if (changesListeners(filter.metadata.name)) listenerWrites++;
     }
     for (const stale of plan.deletions) {
-      await deps.client.delete(refOf(stale));
-      this.pending.push({ key: key(stale), resourceVersion: undefined, deleted: true, at: this.now() });
+      const done = await step(stale.metadata.namespace, async () => {
+        await deps.client.delete(refOf(stale));
+        this.pending.push({ key: key(stale), resourceVersion: undefined, deleted: true, at: this.now() });
+      });
+      if (!done) continue;
       deleted++;
       if (changesListeners(stale.metadata.name)) listenerWrites++;
     }
     if (applied + deleted > 0) deps.logger.info({ applied, deleted, listenerWrites, unplaced: plan.unplaced.size }, 'combined CONNECT filters updated');
+    this.refusedNamespaces = new Map([...failed].map(([namespace, error]) => [namespace, describeError(error)]));
+    if (failed.size > 0) throw new CombinedWritesFailed(this.refusedNamespaces, failed.values().next().value);
     return { applied, deleted, listenerWrites, unplaced: plan.unplaced };
   }
 

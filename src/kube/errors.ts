@@ -46,7 +46,8 @@ export const MAX_RETRY_AFTER_MS = 5 * 60_000;
  * undefined when the error carries none. Clamped to MAX_RETRY_AFTER_MS.
  */
 export function retryAfterMs(error: unknown, now: () => number = Date.now): number | undefined {
-  if (!(error instanceof ApiException)) return undefined;
+  // An error that wraps the API's answer (for example a sync that failed in some namespaces) carries its wait.
+  if (!(error instanceof ApiException)) return error instanceof Error && error.cause !== undefined ? retryAfterMs(error.cause, now) : undefined;
   const headers: unknown = error.headers;
   if (typeof headers !== 'object' || headers === null) return undefined;
   const entry = Object.entries(headers).find(([name]) => name.toLowerCase() === 'retry-after');

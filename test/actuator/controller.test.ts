@@ -166,8 +166,7 @@ describe('extension controller on a real kube-apiserver', () => {
       [
         'apply EnvoyFilter', 'apply EnvoyFilter', // A's bucket on each of the 2 gateways (it serves both ports); no listener part
         'apply ManagedResource',
-        'create Secret',
-        'delete Secret',
+        'create Secret', // the previous one is left to the resource manager's garbage collector
         'patch Extension', // reconcile annotation removed
         'patch-status Extension', // Processing: gardenlet's request taken up, before the actuator runs
         'patch-status Extension', // Processing: the new ACL recorded, the combined filters built from it
@@ -450,6 +449,43 @@ describe('extension controller on a real kube-apiserver', () => {
       expect(stored.filter((p) => p.includes('"203.0.113.0","prefix_len":25'))).toHaveLength(1);
     }
   }, 120_000);
+
+  it('combined writes refused in one gateway namespace: the other converges, and a deleted shoot is not held by the refused one', async () => {
+    await settled('before the zonal refusal');
+    const H: ShootFixture = { project: 'q', name: 'h', providerConfig: allowRule('192.0.2.128/25') };
+    await createSeed(cp.kubeConfig, [], [H]);
+    await succeeded(H);
+    const zonalFilter = async () => (await combined()).find((f) => f.metadata.namespace === ZONAL_GW.namespace)?.metadata.name ?? '';
+    const removePolicy = await refuseWrites(
+      cp.kubeConfig,
+      'refuse-zonal-combined',
+      {
+        apiGroup: 'networking.istio.io',
+        resource: 'envoyfilters',
+        expression: `!(object.metadata.name.startsWith('acl-connect') && object.metadata.namespace == '${ZONAL_GW.namespace}')`,
+        message: 'zonal combined filters are frozen by the test',
+      },
+      async () => mergePatch(cp.kubeConfig, { apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name: await zonalFilter(), namespace: ZONAL_GW.namespace }, { metadata: { labels: { probe: 'zonal' } } }),
+    );
+    try {
+      await mergePatch(cp.kubeConfig, extRef(technicalID(A)), { metadata: { annotations: { 'gardener.cloud/operation': 'reconcile' } }, spec: { providerConfig: allowRule('203.0.113.0/26') } });
+      await eventually('the default gateway holds the new ACL although the zonal one refuses', async () => (await entriesIn(DEFAULT_GW.namespace)).some((e) => JSON.stringify(e.get('shoot--p--a') ?? null).includes('"203.0.113.0","prefix_len":26')), 60_000);
+      const e = await eventually('the error names the zonal gateway only', async () => (await ext(A))?.status?.lastOperation?.state === 'Error' && (await ext(A)), 30_000);
+      expect(e.status?.lastError?.description).toContain(`on ${ZONAL_GW.namespace}:8132, ${ZONAL_GW.namespace}:8443`);
+      expect(e.status?.lastError?.description).not.toContain(`${DEFAULT_GW.namespace}:8132`);
+      expect(e.status?.lastError?.description).toContain(`in ${ZONAL_GW.namespace}: HTTP 422:`);
+      expect(e.status?.lastError?.description).toContain('zonal combined filters are frozen by the test');
+      // A deletion elsewhere on the seed is not held by the namespace that refuses.
+      await deleteObject(cp.kubeConfig, extRef(technicalID(H)));
+      await eventually('Extension h gone although the zonal filters still name it', async () => (await ext(H)) === undefined, 60_000);
+      expect(await policiesIn(DEFAULT_GW.namespace)).not.toContain(technicalID(H));
+      expect(await policiesIn(ZONAL_GW.namespace)).toContain(technicalID(H));
+    } finally {
+      await removePolicy();
+    }
+    await succeeded(A);
+    await eventually('the zonal filters drop h once their writes go through', async () => !(await policiesIn(ZONAL_GW.namespace)).includes(technicalID(H)), 60_000);
+  }, 180_000);
 
   it('any failed reconcile (here the API server refuses the ManagedResource) reaches the status as Error, once', async () => {
     const removePolicy = await refuseWrites(cp.kubeConfig, 'refuse-mr', {
