@@ -17,6 +17,7 @@ import {
   caBundle,
   containsDesired,
   decideAuthority,
+  issuerInBundle,
   parseAuthority,
   parseServing,
   previousTrustEndsAt,
@@ -166,15 +167,45 @@ export class WebhookCertificateManager {
       next = { current: current.current };
     } else {
       const issued = await issueCertificateAuthority(caSecretName, validityFrom(now, this.options.caValidityMs ?? DEFAULT_CA_VALIDITY_MS));
+      const untilMs = now + (this.options.previousCaGraceMs ?? DEFAULT_PREVIOUS_CA_GRACE_MS);
+      // A lost CA Secret: the servers still present a certificate of the lost CA until the kubelet
+      // projects the new one, so that CA (still in the stored caBundle) stays trusted meanwhile.
+      const lost = decision.action === 'create' ? await this.signerOfServedCertificate(now) : undefined;
       next =
         decision.action === 'rotate' && current
-          ? { current: issued, previous: { cert: current.current.cert, untilMs: now + (this.options.previousCaGraceMs ?? DEFAULT_PREVIOUS_CA_GRACE_MS) } }
-          : { current: issued };
-      logger.info({ secret: `${namespace}/${caSecretName}`, reason: 'reason' in decision ? decision.reason : undefined }, decision.action === 'rotate' ? 'webhook CA rotated; the previous CA stays in the caBundle for the grace period' : 'webhook CA created');
+          ? { current: issued, previous: { cert: current.current.cert, untilMs } }
+          : lost !== undefined
+            ? { current: issued, previous: { cert: lost, untilMs } }
+            : { current: issued };
+      const message =
+        decision.action === 'rotate'
+          ? 'webhook CA rotated; the previous CA stays in the caBundle for the grace period'
+          : lost !== undefined
+            ? 'webhook CA Secret lost: a new CA is created; the CA that signed the serving certificate stays in the caBundle for the grace period'
+            : 'webhook CA created';
+      logger.info({ secret: `${namespace}/${caSecretName}`, reason: 'reason' in decision ? decision.reason : undefined }, message);
     }
     await this.writeSecret(ref, stored, 'Opaque', authorityData(next));
     wrote();
     return next;
+  }
+
+  /** The CA of a stored caBundle that signed the stored serving certificate, when both are still there. */
+  private async signerOfServedCertificate(now: number): Promise<string | undefined> {
+    const { target, namespace, servingSecretName } = this.options;
+    const serving = parseServing((await getObject(target, secretRef(namespace, servingSecretName)))?.['data']);
+    if (!serving) return undefined;
+    for (const configuration of this.options.configurations) {
+      const desired = configuration.build('');
+      const ref: ObjectRef = { apiVersion: String(desired['apiVersion']), kind: String(desired['kind']), name: (desired['metadata'] as { name: string }).name };
+      const webhooks = ((await getObject(configuration.target, ref))?.['webhooks'] as { clientConfig?: { caBundle?: string } }[] | undefined) ?? [];
+      for (const webhook of webhooks) {
+        const bundle = Buffer.from(webhook.clientConfig?.caBundle ?? '', 'base64').toString('utf8');
+        const signer = issuerInBundle(serving.cert, bundle, now);
+        if (signer !== undefined) return signer;
+      }
+    }
+    return undefined;
   }
 
   private async ensureServing(ca: KeyPair, wrote: () => void, settlingBundle: string | undefined): Promise<KeyPair> {

@@ -143,11 +143,16 @@ export function containsDesired(stored: unknown, desired: unknown): boolean {
 
 /** The certificate is unexpired and signed by a CA of the bundle. */
 export function trustedBy(pem: string, bundle: string, nowMs: number): boolean {
-  const cert = new X509Certificate(pem);
-  if (nowMs >= Date.parse(cert.validTo)) return false;
+  return issuerInBundle(pem, bundle, nowMs) !== undefined;
+}
+
+/** The unexpired CA of the bundle (PEM) that signed the unexpired certificate `pem`, if any. */
+export function issuerInBundle(pem: string, bundle: string, nowMs: number): string | undefined {
+  const cert = parsesAsCertificate(pem);
+  if (cert === undefined || nowMs >= Date.parse(cert.validTo)) return undefined;
   const cas = bundle.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
-  return cas.some((ca) => {
+  return cas.find((ca) => {
     const authority = parsesAsCertificate(ca);
-    return authority !== undefined && cert.checkIssued(authority) && cert.verify(authority.publicKey);
+    return authority !== undefined && nowMs < Date.parse(authority.validTo) && cert.checkIssued(authority) && cert.verify(authority.publicKey);
   });
 }

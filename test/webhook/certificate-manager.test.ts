@@ -158,4 +158,32 @@ describe('webhook certificate manager (real kube-apiserver)', () => {
     expect(pairs[1]?.at(-1)?.cert).toBe(decoded(s.tls, 'tls.crt'));
     expect(servingTrusted(s)).toBe(true);
   });
+
+  it('a lost CA Secret: the CA that signed the served certificate stays in the bundle, and the serving certificate is issued anew only in the next pass', async () => {
+    const manager = new WebhookCertificateManager(options());
+    await manager.sync();
+    const before = await stored();
+    const oldCa = decoded(before.ca, 'ca.crt').trim();
+    const oldServing = decoded(before.tls, 'tls.crt');
+    expect(certsIn(before.bundle)).toContain(oldCa);
+    await deleteObject(cp.kubeConfig, caRef);
+    await manager.sync();
+    let s = await stored();
+    const newCa = decoded(s.ca, 'ca.crt').trim();
+    expect(newCa).not.toBe(oldCa);
+    expect(certsIn(s.bundle)).toEqual([newCa, oldCa]);
+    // Pods still present the old certificate until the kubelet projects a new Secret: it stays trusted, and is not replaced in the pass that changed the bundle.
+    expect(decoded(s.tls, 'tls.crt')).toBe(oldServing);
+    expect(servingTrusted(s)).toBe(true);
+    await manager.sync();
+    s = await stored();
+    expect(decoded(s.tls, 'tls.crt')).not.toBe(oldServing);
+    expect(new X509Certificate(decoded(s.tls, 'tls.crt')).verify(new X509Certificate(newCa).publicKey)).toBe(true);
+    expect(certsIn(s.bundle)).toEqual([newCa, oldCa]);
+    // After the grace period only the new CA is trusted.
+    clock += DAY + 1_000;
+    await manager.sync();
+    s = await stored();
+    expect(certsIn(s.bundle)).toEqual([newCa]);
+  });
 });
