@@ -11,9 +11,10 @@ import { LeaseFence } from '../kube/lease-fence.js';
 import { LeaderElector } from '../kube/leader-election.js';
 import { createLeaderElectionMetrics } from '../kube/metrics.js';
 import type { KubeTarget } from '../kube/objects-client.js';
-import { WebhookCertificateManager } from '../webhook/certificate-manager.js';
+import { WebhookCertificateManager, retireManagedWebhookConfiguration } from '../webhook/certificate-manager.js';
+import { describeError } from '../kube/errors.js';
 import { servingNames } from '../webhook/serving-names.js';
-import { mutatingWebhookConfiguration, type ClientTarget } from '../webhook/webhook-configuration.js';
+import { CONFIGURATION_NAME, mutatingWebhookConfiguration, type ClientTarget } from '../webhook/webhook-configuration.js';
 import type { CommandIO } from './render-command.js';
 import { serviceRef } from './service-ref.js';
 import { argsUsageError, parseCommandArgs } from './command-args.js';
@@ -182,6 +183,7 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
           controller.startWorkers();
           heartbeat.start();
           void certificates?.start();
+          if (!certificates) void retireWebhookConfiguration();
         },
         // Like controller-runtime: a replica that lost the lease exits rather than risk two writers.
         onStoppedLeading: (reason) => {
@@ -217,6 +219,17 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
     probes.close();
     process.exit(code);
   }
+  // Without the seed webhook (chart: webhook.enabled false) a registration an earlier install made
+  // must not stay: it would refuse every legacy filter write, failing closed on a missing Service.
+  async function retireWebhookConfiguration(): Promise<void> {
+    const ref = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingWebhookConfiguration', name: CONFIGURATION_NAME };
+    try {
+      await retireManagedWebhookConfiguration({ kubeConfig, ...(fence ? { fence } : {}) }, ref, logger);
+    } catch (error) {
+      logger.warn({ err: describeError(error), configuration: `${ref.kind}/${ref.name}` }, 'could not check or delete the webhook configuration an earlier install made');
+    }
+  }
+
   process.once('SIGTERM', () => void shutdown(0));
   process.once('SIGINT', () => void shutdown(0));
 
@@ -227,6 +240,7 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
     controller.startWorkers();
     heartbeat.start();
     void certificates?.start();
+    if (!certificates) void retireWebhookConfiguration();
   }
   // Runs until a signal or lost leadership ends the process.
   return new Promise<number>(() => undefined);

@@ -11,7 +11,7 @@
 import type { Logger } from 'pino';
 import { describeError, isConflict } from '../kube/errors.js';
 import { mergePatchTo } from '../kube/object-json.js';
-import { createObject, getObject, mergePatch, type KubeTarget, type ObjectRef, type ObjectToWrite } from '../kube/objects-client.js';
+import { createObject, deleteObject, getObject, mergePatch, type KubeTarget, type ObjectRef, type ObjectToWrite } from '../kube/objects-client.js';
 import {
   authorityData,
   caBundle,
@@ -81,6 +81,21 @@ export interface SyncResult {
 }
 
 const secretRef = (namespace: string, name: string): ObjectRef => ({ apiVersion: 'v1', kind: 'Secret', name, namespace });
+
+/**
+ * Deletes the webhook configuration `name` if a certificate manager made it (our labels): called
+ * where no webhook runs any more (the seed chart's webhook disabled), so that no fail-closed
+ * registration is left pointing at a Service that is gone. One the chart renders itself (tls.mode
+ * inline, without these labels) is left to Helm. Returns whether it deleted one.
+ */
+export async function retireManagedWebhookConfiguration(target: KubeTarget, ref: ObjectRef, logger: Logger): Promise<boolean> {
+  const stored = await getObject(target, ref);
+  const labels = (stored?.['metadata'] as { labels?: Record<string, string> } | undefined)?.labels ?? {};
+  if (!stored || !Object.entries(LABELS).every(([k, v]) => labels[k] === v)) return false;
+  await deleteObject(target, ref);
+  logger.info({ configuration: `${ref.kind}/${ref.name}` }, 'webhook disabled: deleted the webhook configuration the certificate manager had made');
+  return true;
+}
 
 export class WebhookCertificateManager {
   private timer: NodeJS.Timeout | undefined;

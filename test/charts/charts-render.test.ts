@@ -6,7 +6,7 @@ import { parse as parseYaml } from 'yaml';
 import { parseOperatorConfig } from '../../src/acl/operator-config.js';
 import { operatorExtension } from '../../src/registration/registration-objects.js';
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../../src/webhook/webhook-configuration.js';
-import { CLUSTER_RULES, KUBE_SYSTEM_RULES, MANAGED_CERTIFICATE_CLUSTER_RULES, MANAGED_CERTIFICATE_RULES, WEBHOOK_RULES, leaderElectionRules } from './expected-rbac.js';
+import { CLUSTER_RULES, WEBHOOK_DISABLED_CLUSTER_RULES, KUBE_SYSTEM_RULES, MANAGED_CERTIFICATE_CLUSTER_RULES, MANAGED_CERTIFICATE_RULES, WEBHOOK_RULES, leaderElectionRules } from './expected-rbac.js';
 import { ADMISSION_CHART, SEED_CHART, find, helm, renderChart, type KubeObject } from './helm.js';
 
 const NON_DEFAULT_SEED = {
@@ -167,6 +167,9 @@ describe('seed chart rendering', () => {
     const fromSecret = await renderChart(SEED_CHART, { webhook: { tls: { mode: 'secret', secretName: 'tls', caBundle: TEST_CA } } });
     expect(sortRules(find(fromSecret, 'ClusterRole', 'gardener-acl').rules as object[])).toEqual(sortRules(CLUSTER_RULES));
     expect(fromSecret.some((o) => o.metadata.name === 'gardener-acl-webhook-certificates')).toBe(false);
+    // Without the webhook the controller may delete only the registration an earlier managed install made.
+    const disabled = await renderChart(SEED_CHART, { webhook: { enabled: false } });
+    expect(sortRules(find(disabled, 'ClusterRole', 'gardener-acl').rules as object[])).toEqual(sortRules([...CLUSTER_RULES, ...WEBHOOK_DISABLED_CLUSTER_RULES]));
     expect(sortRules(find(objects, 'ClusterRole', 'gardener-acl-webhook').rules as object[])).toEqual(sortRules(WEBHOOK_RULES));
     expect(sortRules(find(objects, 'Role', 'gardener-acl', 'kube-system').rules as object[])).toEqual(sortRules(KUBE_SYSTEM_RULES));
     expect(find(objects, 'Role', 'gardener-acl-leader-election', 'garden').rules).toEqual(leaderElectionRules('gardener-acl-leader-election'));

@@ -23,6 +23,11 @@ export const CLUSTER_RULES: readonly Rule[] = [
   { apiGroups: [''], resources: ['events'], verbs: ['create'] },
 ];
 
+/** webhook.enabled false: the controller deletes the MutatingWebhookConfiguration an earlier managed install made. */
+export const WEBHOOK_DISABLED_CLUSTER_RULES: readonly Rule[] = [
+  { apiGroups: ['admissionregistration.k8s.io'], resources: ['mutatingwebhookconfigurations'], resourceNames: ['gardener-acl'], verbs: ['get', 'delete'] },
+];
+
 /** webhook.tls.mode managed (the default): the controller owns the MutatingWebhookConfiguration. */
 export const MANAGED_CERTIFICATE_CLUSTER_RULES: readonly Rule[] = [
   { apiGroups: ['admissionregistration.k8s.io'], resources: ['mutatingwebhookconfigurations'], verbs: ['create'] },

@@ -13,7 +13,7 @@ import { createObject, getObject, serverSideApply, type ObjectToWrite } from '..
 import { DEFAULT_GW, allowRule, createSeed, technicalID, type ShootFixture } from '../actuator/seed-fixture.js';
 import { installCRDs, type ControlPlane } from '../kube/control-plane.js';
 import { eventually, startWithCRDs } from '../kube/kube-test-helpers.js';
-import { CLUSTER_RULES } from './expected-rbac.js';
+import { CLUSTER_RULES, WEBHOOK_DISABLED_CLUSTER_RULES } from './expected-rbac.js';
 import { CONFIG_MOUNT, canI, serviceAccountKubeconfig, startChartContainer, writeChartConfig, type RunningContainer } from './chart-processes.js';
 import { gardenerVpaCrdFile, startResourceManager, type ResourceManager } from '../support/gardener-resource-manager.js';
 import { SEED_CHART, find, renderChart, type KubeObject } from './helm.js';
@@ -24,6 +24,24 @@ const SA_USER = `system:serviceaccount:${NAMESPACE}:gardener-acl`;
 // server to reach a Service, so the chart is rendered without it. RBAC is the same either way.
 // A 0s write interval keeps the scenario fast; everything else is the chart's default.
 const VALUES = { webhook: { enabled: false }, controller: { combinedMinInterval: '0s' } };
+const registrationRef = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingWebhookConfiguration', name: 'gardener-acl' };
+/** The registration the controller's certificate manager made in tls.mode managed (its labels), as an earlier install left it. */
+const staleRegistration = {
+  ...registrationRef,
+  metadata: { name: registrationRef.name, labels: { 'app.kubernetes.io/managed-by': 'gardener-acl', 'acl.gardener.cloud/role': 'webhook-certificates' } },
+  webhooks: [
+    {
+      name: 'envoyfilters.acl.gardener.cloud',
+      admissionReviewVersions: ['v1'],
+      sideEffects: 'None',
+      failurePolicy: 'Fail',
+      timeoutSeconds: 5,
+      clientConfig: { service: { name: 'gardener-acl-webhook', namespace: 'garden', path: '/mutate-envoyfilter', port: 443 } },
+      rules: [{ apiGroups: ['networking.istio.io'], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: ['envoyfilters'] }],
+      matchConditions: [{ name: 'legacy-proxy-filter', expression: "object.metadata.name.startsWith('shoot-')" }],
+    },
+  ],
+} as unknown as ObjectToWrite;
 
 const A: ShootFixture = { project: 'p', name: 'a', providerConfig: allowRule('203.0.113.0/24') };
 const B: ShootFixture = { project: 'p', name: 'b', providerConfig: allowRule('192.0.2.0/24') };
@@ -50,6 +68,8 @@ describe('seed chart RBAC on a real kube-apiserver', () => {
     await installCRDs(cp.kubeConfig, [gardenerVpaCrdFile()]);
     objects = await renderChart(SEED_CHART, VALUES, NAMESPACE);
     for (const obj of objects) await createObject(cp.kubeConfig, obj as unknown as ObjectToWrite);
+    // What an earlier install with the webhook on (tls.mode managed) left: its fail-closed registration, its Service gone.
+    await createObject(cp.kubeConfig, staleRegistration);
     const configFile = await writeChartConfig(objects, dir);
     await createSeed(cp.kubeConfig, [DEFAULT_GW], [A]);
     // Succeeded means applied: the real resource manager applies the per-shoot filters.
@@ -62,6 +82,13 @@ describe('seed chart RBAC on a real kube-apiserver', () => {
     await grm?.stop();
     await cp?.stop();
     await rm(dir, { recursive: true, force: true });
+  });
+
+  it('with the webhook disabled, the registration an earlier managed install made is deleted (it would refuse every legacy filter write)', async () => {
+    await eventually('the stale registration deleted', async () => (await getObject(cp.kubeConfig, registrationRef)) === undefined, 60_000);
+    await eventually('the controller says so', () => controller?.output().includes('webhook disabled: deleted the webhook configuration the certificate manager had made'), 10_000).catch(() => {
+      throw new Error(controller?.output().slice(0, 3000));
+    });
   });
 
   it('reconciles an ACL Extension with only the chart\'s permissions: ManagedResource, combined filters, status, Lease', async () => {
@@ -113,7 +140,7 @@ describe('seed chart RBAC on a real kube-apiserver', () => {
 
   it('without the ManagedResource rule the same scenario fails for shoot b (the rules are needed, not just sufficient)', async () => {
     const role = find(objects, 'ClusterRole');
-    const withoutMr = CLUSTER_RULES.filter((r) => !r.resources.includes('managedresources'));
+    const withoutMr = [...CLUSTER_RULES, ...WEBHOOK_DISABLED_CLUSTER_RULES].filter((r) => !r.resources.includes('managedresources'));
     await serverSideApply(cp.kubeConfig, { ...role, rules: withoutMr } as unknown as ObjectToWrite, 'test', true);
     await createSeed(cp.kubeConfig, [DEFAULT_GW], [B]);
     // An API error is retried with backoff (not a configuration problem), so the sign is the
