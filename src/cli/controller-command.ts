@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { pino, type Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { z } from 'zod';
@@ -14,6 +15,7 @@ import type { KubeTarget } from '../kube/objects-client.js';
 import { WebhookCertificateManager, retireManagedWebhookConfiguration } from '../webhook/certificate-manager.js';
 import { describeError } from '../kube/errors.js';
 import { servingNames } from '../webhook/serving-names.js';
+import { serviceHasReadyEndpoint, urlAnswers } from '../webhook/webhook-backend.js';
 import { CONFIGURATION_NAME, mutatingWebhookConfiguration, type ClientTarget } from '../webhook/webhook-configuration.js';
 import type { CommandIO } from './render-command.js';
 import { serviceRef } from './service-ref.js';
@@ -247,7 +249,7 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
 }
 
 /** The seed webhook's certificates and its MutatingWebhookConfiguration, kept by the leader. */
-function seedWebhookCertificates(a: z.output<typeof argsSchema>, namespace: string, target: KubeTarget, logger: Logger): WebhookCertificateManager {
+function seedWebhookCertificates(a: z.output<typeof argsSchema>, namespace: string, target: KubeTarget & { readonly kubeConfig: KubeConfig }, logger: Logger): WebhookCertificateManager {
   const clientTarget: ClientTarget = a['webhook-url'] ? { url: a['webhook-url'] } : { service: a['webhook-service']! };
   const owner = a['webhook-config-owner'];
   return new WebhookCertificateManager({
@@ -265,6 +267,8 @@ function seedWebhookCertificates(a: z.output<typeof argsSchema>, namespace: stri
         ...(owner ? { owner: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', name: owner } } : {}),
         build: (caBundlePem) =>
           mutatingWebhookConfiguration({ target: clientTarget, caBundlePem, timeoutSeconds: a['webhook-timeout-seconds'], controllerUsername: a['controller-username'] }),
+        // Registered only once a webhook Pod is ready (or the URL answers): never a Fail webhook without a server.
+        backendReady: 'url' in clientTarget ? () => urlAnswers(clientTarget.url) : () => serviceHasReadyEndpoint(target.kubeConfig, clientTarget.service.namespace, clientTarget.service.name),
       },
     ],
   });

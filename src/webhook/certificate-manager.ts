@@ -38,6 +38,7 @@ export const DEFAULT_SYNC_PERIOD_MS = 5 * 60_000;
 const RETRY_MS = 5_000;
 const CONFLICT_RETRY_MS = 1_000;
 const DEFAULT_BUNDLE_SETTLE_MS = 10_000;
+const BACKEND_RETRY_MS = 2_000;
 const LABELS = { 'app.kubernetes.io/managed-by': 'gardener-acl', 'acl.gardener.cloud/role': 'webhook-certificates' };
 
 export interface ManagedWebhookConfiguration {
@@ -51,6 +52,12 @@ export interface ManagedWebhookConfiguration {
    * configuration too, so no fail-closed webhook is left behind without a server.
    */
   readonly owner?: { readonly apiVersion: string; readonly kind: string; readonly name: string };
+  /**
+   * Whether a server can answer the webhook now (webhook-backend.ts). A configuration that does not
+   * exist yet is created only once it can: registered earlier, its failurePolicy Fail would refuse
+   * every write it covers. An existing one is kept whatever this says.
+   */
+  readonly backendReady?: () => Promise<boolean>;
 }
 
 export interface CertificateManagerOptions {
@@ -146,11 +153,14 @@ export class WebhookCertificateManager {
     const authority = await this.ensureAuthority(() => writes++);
     const bundle = caBundle(authority, this.now());
     let bundleWritten = false;
+    let waitingForBackend = false;
     for (const configuration of this.options.configurations) {
-      if (await this.ensureConfiguration(configuration, bundle)) {
+      const outcome = await this.ensureConfiguration(configuration, bundle);
+      if (outcome === 'written') {
         writes++;
         bundleWritten = true;
       }
+      if (outcome === 'waiting for its backend') waitingForBackend = true;
     }
     // A bundle just written may not be in effect in the API server yet; a serving certificate that
     // is still trusted waits for the next pass rather than risk one call failing the handshake.
@@ -158,7 +168,9 @@ export class WebhookCertificateManager {
     const serving = await this.ensureServing(authority.current, () => writes++, settleUntil === undefined ? undefined : bundle);
     await this.options.onServing?.(serving);
     const dues = [renewalDueAt(authority.current.cert), renewalDueAt(serving.cert), ...(authority.previous ? [previousTrustEndsAt(authority.previous)] : [])];
-    return { nextDueMs: Math.min(...dues, settleUntil ?? Infinity), writes };
+    // Not registered until a server answers: look again soon.
+    const backendRetry = waitingForBackend ? this.now() + BACKEND_RETRY_MS : Infinity;
+    return { nextDueMs: Math.min(...dues, settleUntil ?? Infinity, backendRetry), writes };
   }
 
   private async ensureAuthority(wrote: () => void): Promise<StoredAuthority> {
@@ -255,28 +267,32 @@ export class WebhookCertificateManager {
     await mergePatch(this.options.target, ref, { metadata: { resourceVersion: meta?.resourceVersion, labels: LABELS }, data: mergePatchTo(stored['data'] ?? {}, data) });
   }
 
-  /** Creates or overwrites the configuration's webhooks (with the bundle); true when it wrote. */
-  private async ensureConfiguration(configuration: ManagedWebhookConfiguration, bundle: string): Promise<boolean> {
+  /** Creates or overwrites the configuration's webhooks (with the bundle). */
+  private async ensureConfiguration(configuration: ManagedWebhookConfiguration, bundle: string): Promise<'written' | 'unchanged' | 'waiting for its backend'> {
     const desired = configuration.build(bundle);
     const meta = desired['metadata'] as { name: string };
     const ref: ObjectRef = { apiVersion: String(desired['apiVersion']), kind: String(desired['kind']), name: meta.name };
     const ownerReferences = await this.ownerReferences(configuration);
     const stored = await getObject(configuration.target, ref);
+    if (!stored && configuration.backendReady !== undefined && !(await configuration.backendReady())) {
+      this.options.logger.info({ configuration: `${ref.kind}/${ref.name}` }, 'webhook configuration not created yet: no webhook server answers (it would refuse every write it covers)');
+      return 'waiting for its backend';
+    }
     if (!stored) {
       const object: ObjectToWrite = { ...desired, apiVersion: ref.apiVersion, kind: ref.kind, metadata: { ...meta, labels: LABELS, ...(ownerReferences ? { ownerReferences } : {}) } };
       await createObject(configuration.target, object);
       this.options.logger.info({ configuration: `${ref.kind}/${ref.name}` }, 'webhook configuration created');
-      return true;
+      return 'written';
     }
     const storedMeta = stored['metadata'] as { resourceVersion?: string; ownerReferences?: unknown };
     const ownersCurrent = !ownerReferences || containsDesired(storedMeta.ownerReferences, ownerReferences);
-    if (ownersCurrent && containsDesired(stored['webhooks'], desired['webhooks'])) return false;
+    if (ownersCurrent && containsDesired(stored['webhooks'], desired['webhooks'])) return 'unchanged';
     await mergePatch(configuration.target, ref, {
       metadata: { resourceVersion: storedMeta.resourceVersion, ...(ownerReferences ? { ownerReferences } : {}) },
       webhooks: desired['webhooks'],
     });
     this.options.logger.info({ configuration: `${ref.kind}/${ref.name}` }, 'webhook configuration updated (webhooks or caBundle)');
-    return true;
+    return 'written';
   }
 
   private async ownerReferences(configuration: ManagedWebhookConfiguration): Promise<Record<string, unknown>[] | undefined> {

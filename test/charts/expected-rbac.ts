@@ -38,6 +38,7 @@ export const MANAGED_CERTIFICATE_CLUSTER_RULES: readonly Rule[] = [
 /** ... and its two Secrets in the release namespace. */
 export const MANAGED_CERTIFICATE_RULES: readonly Rule[] = [
   { apiGroups: [''], resources: ['secrets'], resourceNames: ['gardener-acl-webhook-ca', 'gardener-acl-webhook-tls'], verbs: ['get', 'patch'] },
+  { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['list'] },
 ];
 
 /** The seed webhook's own ServiceAccount: what its cache lists and watches, nothing else. */

@@ -4,6 +4,7 @@
 import { X509Certificate } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createObject, deleteObject, getObject, mergePatch, type ObjectRef } from '../../src/kube/objects-client.js';
+import { serviceHasReadyEndpoint } from '../../src/webhook/webhook-backend.js';
 import { WebhookCertificateManager, type CertificateManagerOptions } from '../../src/webhook/certificate-manager.js';
 import { mutatingWebhookConfiguration } from '../../src/webhook/webhook-configuration.js';
 import type { KeyPair } from '../../src/webhook/serving-certs.js';
@@ -185,5 +186,34 @@ describe('webhook certificate manager (real kube-apiserver)', () => {
     await manager.sync();
     s = await stored();
     expect(certsIn(s.bundle)).toEqual([newCa]);
+  });
+
+  it('registers the webhook only once its Service has a ready endpoint; the certificates come first', async () => {
+    await deleteObject(cp.kubeConfig, mwcRef);
+    const slice = { apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice', name: 'gardener-acl-abcde', namespace: NS };
+    const manager = new WebhookCertificateManager({
+      ...options(),
+      configurations: options().configurations.map((c) => ({ ...c, backendReady: () => serviceHasReadyEndpoint(cp.kubeConfig, NS, 'gardener-acl') })),
+    });
+    // No webhook Pod yet: the CA and the serving certificate (which the Pods mount) are stored, no registration.
+    const first = await manager.sync();
+    let s = await stored();
+    expect(s.mwc).toBeUndefined();
+    expect(servingTrusted({ ...s, bundle: decoded(s.ca, 'ca.crt') })).toBe(true);
+    expect(first.nextDueMs - clock).toBeLessThanOrEqual(2_000);
+    // A Pod that is not ready yet.
+    const endpoint = (ready: boolean) => ({ addresses: ['10.0.0.7'], conditions: { ready } });
+    await createObject(cp.kubeConfig, { ...slice, metadata: { name: slice.name, namespace: NS, labels: { 'kubernetes.io/service-name': 'gardener-acl' } }, addressType: 'IPv4', endpoints: [endpoint(false)] } as never);
+    await manager.sync();
+    expect((await stored()).mwc).toBeUndefined();
+    await mergePatch(cp.kubeConfig, slice, { endpoints: [endpoint(true)] });
+    await manager.sync();
+    s = await stored();
+    expect(s.mwc).toBeDefined();
+    expect(servingTrusted(s)).toBe(true);
+    // Once registered it stays, whatever the endpoints say (failing open would admit writes without their ACL).
+    await deleteObject(cp.kubeConfig, slice);
+    await manager.sync();
+    expect((await stored()).mwc).toBeDefined();
   });
 });
