@@ -162,7 +162,11 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
     combinedMinIntervalMs: a['combined-min-interval'],
   });
   const certificates = a['webhook-certificates-namespace']
-    ? seedWebhookCertificates(a, a['webhook-certificates-namespace'], { kubeConfig, ...(fence ? { fence } : {}) }, logger)
+    ? seedWebhookCertificates(a, a['webhook-certificates-namespace'], { kubeConfig, ...(fence ? { fence } : {}) }, logger, () => {
+        // Legacy filters written while the registration was missing or wrong lack the RBAC filter: nudge them all now.
+        logger.info('the webhook registration was repaired; reconciling every shoot so that Gardener’s legacy filters are admitted again');
+        controller.resync();
+      })
     : undefined;
   // The writer renews Gardener's extension heartbeat, which gardenlet reads next to the conditions we report.
   const heartbeat = new ExtensionHeartbeat(client, a['leader-election-namespace'], a['leader-election-id'], logger);
@@ -249,7 +253,13 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
 }
 
 /** The seed webhook's certificates and its MutatingWebhookConfiguration, kept by the leader. */
-function seedWebhookCertificates(a: z.output<typeof argsSchema>, namespace: string, target: KubeTarget & { readonly kubeConfig: KubeConfig }, logger: Logger): WebhookCertificateManager {
+function seedWebhookCertificates(
+  a: z.output<typeof argsSchema>,
+  namespace: string,
+  target: KubeTarget & { readonly kubeConfig: KubeConfig },
+  logger: Logger,
+  onConfigurationRewritten: () => void,
+): WebhookCertificateManager {
   const clientTarget: ClientTarget = a['webhook-url'] ? { url: a['webhook-url'] } : { service: a['webhook-service']! };
   const owner = a['webhook-config-owner'];
   return new WebhookCertificateManager({
@@ -261,6 +271,7 @@ function seedWebhookCertificates(a: z.output<typeof argsSchema>, namespace: stri
     caValidityMs: a['webhook-ca-validity'],
     servingValidityMs: a['webhook-cert-validity'],
     logger,
+    onConfigurationRewritten,
     configurations: [
       {
         target,

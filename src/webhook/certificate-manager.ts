@@ -34,7 +34,11 @@ const DAY_MS = 24 * 3_600_000;
 export const DEFAULT_CA_VALIDITY_MS = 30 * DAY_MS;
 export const DEFAULT_SERVING_VALIDITY_MS = 30 * DAY_MS;
 export const DEFAULT_PREVIOUS_CA_GRACE_MS = DAY_MS;
-export const DEFAULT_SYNC_PERIOD_MS = 5 * 60_000;
+/**
+ * A pass reads three or four objects; every 15 s it repairs a foreign delete or edit of the
+ * registration (which, while it lasts, lets writes through unmutated or refuses them) within 15 s.
+ */
+export const DEFAULT_SYNC_PERIOD_MS = 15_000;
 const RETRY_MS = 5_000;
 const CONFLICT_RETRY_MS = 1_000;
 const DEFAULT_BUNDLE_SETTLE_MS = 10_000;
@@ -76,6 +80,12 @@ export interface CertificateManagerOptions {
   readonly syncPeriodMs?: number;
   /** How long a newly written caBundle is given to take effect before a certificate relies on it (default 10 s). */
   readonly bundleSettleMs?: number;
+  /**
+   * After a pass wrote a configuration that existed but differed (another writer deleted or edited
+   * it, or the bundle changed): writes admitted meanwhile may lack what the webhook adds, so the
+   * caller has them written again (the controller nudges Gardener's legacy filters).
+   */
+  readonly onConfigurationRewritten?: () => void;
   /** The stored serving pair after each pass (e.g. written to the server's --cert-dir). */
   readonly onServing?: (pair: KeyPair) => Promise<void> | void;
   readonly now?: () => number;
@@ -109,6 +119,10 @@ export class WebhookCertificateManager {
   private running: Promise<void> | undefined;
   private stopped = false;
   private readonly now: () => number;
+  /** Passes run by this manager: a configuration written in the first one was not someone else's change. */
+  private passes = 0;
+  /** Configurations this manager has seen stored: one missing after that was deleted by another writer. */
+  private readonly seenStored = new Set<string>();
 
   constructor(private readonly options: CertificateManagerOptions) {
     this.now = options.now ?? Date.now;
@@ -154,14 +168,18 @@ export class WebhookCertificateManager {
     const bundle = caBundle(authority, this.now());
     let bundleWritten = false;
     let waitingForBackend = false;
+    let repaired = false;
     for (const configuration of this.options.configurations) {
       const outcome = await this.ensureConfiguration(configuration, bundle);
-      if (outcome === 'written') {
+      if (outcome === 'written' || outcome === 'created again') {
         writes++;
         bundleWritten = true;
       }
+      if (outcome === 'created again' || (outcome === 'written' && this.passes > 0)) repaired = true;
       if (outcome === 'waiting for its backend') waitingForBackend = true;
     }
+    this.passes++;
+    if (repaired) this.options.onConfigurationRewritten?.();
     // A bundle just written may not be in effect in the API server yet; a serving certificate that
     // is still trusted waits for the next pass rather than risk one call failing the handshake.
     const settleUntil = bundleWritten ? this.now() + (this.options.bundleSettleMs ?? DEFAULT_BUNDLE_SETTLE_MS) : undefined;
@@ -268,12 +286,14 @@ export class WebhookCertificateManager {
   }
 
   /** Creates or overwrites the configuration's webhooks (with the bundle). */
-  private async ensureConfiguration(configuration: ManagedWebhookConfiguration, bundle: string): Promise<'written' | 'unchanged' | 'waiting for its backend'> {
+  private async ensureConfiguration(configuration: ManagedWebhookConfiguration, bundle: string): Promise<'written' | 'created again' | 'unchanged' | 'waiting for its backend'> {
     const desired = configuration.build(bundle);
     const meta = desired['metadata'] as { name: string };
     const ref: ObjectRef = { apiVersion: String(desired['apiVersion']), kind: String(desired['kind']), name: meta.name };
     const ownerReferences = await this.ownerReferences(configuration);
     const stored = await getObject(configuration.target, ref);
+    const seenBefore = this.seenStored.has(ref.name);
+    if (stored) this.seenStored.add(ref.name);
     if (!stored && configuration.backendReady !== undefined && !(await configuration.backendReady())) {
       this.options.logger.info({ configuration: `${ref.kind}/${ref.name}` }, 'webhook configuration not created yet: no webhook server answers (it would refuse every write it covers)');
       return 'waiting for its backend';
@@ -281,8 +301,9 @@ export class WebhookCertificateManager {
     if (!stored) {
       const object: ObjectToWrite = { ...desired, apiVersion: ref.apiVersion, kind: ref.kind, metadata: { ...meta, labels: LABELS, ...(ownerReferences ? { ownerReferences } : {}) } };
       await createObject(configuration.target, object);
-      this.options.logger.info({ configuration: `${ref.kind}/${ref.name}` }, 'webhook configuration created');
-      return 'written';
+      this.seenStored.add(ref.name);
+      this.options.logger.info({ configuration: `${ref.kind}/${ref.name}` }, seenBefore ? 'webhook configuration created again (another writer deleted it)' : 'webhook configuration created');
+      return seenBefore ? 'created again' : 'written';
     }
     const storedMeta = stored['metadata'] as { resourceVersion?: string; ownerReferences?: unknown };
     const ownersCurrent = !ownerReferences || containsDesired(storedMeta.ownerReferences, ownerReferences);

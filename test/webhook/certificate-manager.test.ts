@@ -5,7 +5,7 @@ import { X509Certificate } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createObject, deleteObject, getObject, mergePatch, type ObjectRef } from '../../src/kube/objects-client.js';
 import { serviceHasReadyEndpoint } from '../../src/webhook/webhook-backend.js';
-import { WebhookCertificateManager, type CertificateManagerOptions } from '../../src/webhook/certificate-manager.js';
+import { DEFAULT_SYNC_PERIOD_MS, WebhookCertificateManager, type CertificateManagerOptions } from '../../src/webhook/certificate-manager.js';
 import { mutatingWebhookConfiguration } from '../../src/webhook/webhook-configuration.js';
 import type { KeyPair } from '../../src/webhook/serving-certs.js';
 import type { ControlPlane } from '../kube/control-plane.js';
@@ -186,6 +186,25 @@ describe('webhook certificate manager (real kube-apiserver)', () => {
     await manager.sync();
     s = await stored();
     expect(certsIn(s.bundle)).toEqual([newCa]);
+  });
+
+  it('a registration another writer deleted or edited is written again within a pass (every 15 s), and the caller is told, so that writes admitted meanwhile are redone', async () => {
+    expect(DEFAULT_SYNC_PERIOD_MS).toBeLessThanOrEqual(15_000);
+    let told = 0;
+    const manager = new WebhookCertificateManager({ ...options(), onConfigurationRewritten: () => told++ });
+    await manager.sync();
+    expect(told).toBe(0);
+    await deleteObject(cp.kubeConfig, mwcRef);
+    await manager.sync();
+    expect((await stored()).mwc).toBeDefined();
+    expect(told).toBe(1);
+    const webhooks = ((await stored()).mwc?.['webhooks'] as Record<string, unknown>[]).map((w) => ({ ...w, failurePolicy: 'Ignore' }));
+    await mergePatch(cp.kubeConfig, mwcRef, { webhooks });
+    await manager.sync();
+    expect(((await stored()).mwc?.['webhooks'] as { failurePolicy?: string }[]).map((w) => w.failurePolicy)).toEqual(['Fail']);
+    expect(told).toBe(2);
+    await manager.sync();
+    expect(told).toBe(2);
   });
 
   it('registers the webhook only once its Service has a ready endpoint; the certificates come first', async () => {
