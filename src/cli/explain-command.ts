@@ -143,7 +143,10 @@ export async function explainCommand(argv: readonly string[], io: CommandIO): Pr
   problems.push(...model.problems);
   // Errors about this shoot or the whole seed make the answer unreliable; other shoots' errors do not.
   const errors = problems.filter((p) => p.severity === 'error');
-  const otherShoots = errors.filter((p) => !p.object.includes(a.shoot) && /shoot--?[a-z0-9]/.test(p.object));
+  const otherShoots = errors.filter((p) => {
+    const named = shootsNamed(p.object);
+    return named.length > 0 && !named.includes(a.shoot);
+  });
   const relevant = errors.filter((p) => !otherShoots.includes(p));
   for (const p of relevant) io.stderr(`${formatProblem(p)}\n`);
   if (otherShoots.length > 0) io.stderr(`(${otherShoots.length} error(s) about other shoots not shown)\n`);
@@ -168,4 +171,12 @@ export async function explainCommand(argv: readonly string[], io: CommandIO): Pr
   });
   io.stdout(a.output === 'json' ? `${JSON.stringify(explanation, null, 2)}\n` : formatText(explanation));
   return explanation.verdicts.some((v) => v.verdict === 'refused') ? 1 : 0;
+}
+
+/**
+ * The technical IDs an object reference names as a whole (`Extension shoot--p--a/acl`,
+ * `Cluster shoot--p--a`): shoot--team--prod is not named by shoot--team--prod-eu's objects.
+ */
+function shootsNamed(object: string): string[] {
+  return object.split(/[\s/]+/).filter((token) => /^shoot--?[a-z0-9][a-z0-9-]*$/.test(token));
 }

@@ -14,12 +14,14 @@ async function run(args: string[]): Promise<{ code: number; out: string; err: st
   return { code, out, err };
 }
 
-/** The example seed with shoot--team--prod's first CIDR made invalid. */
-async function brokenExample(): Promise<string> {
+/** The example seed with one CIDR of a shoot made invalid (by default shoot--team--prod's first). */
+async function brokenExample(shoot = 'shoot--team--prod', from = '203.0.113.0/24', to = '203.0.113.0/33'): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), 'acl-explain-'));
   await cp(EMBEDDED_EXAMPLE, dir, { recursive: true });
-  const file = path.join(dir, 'shoot--team--prod.yaml');
-  await writeFile(file, (await readFile(file, 'utf8')).replace('203.0.113.0/24', '203.0.113.0/33'));
+  const file = path.join(dir, `${shoot}.yaml`);
+  const text = await readFile(file, 'utf8');
+  if (!text.includes(from)) throw new Error(`${file} has no ${from}`);
+  await writeFile(file, text.replace(from, to));
   return dir;
 }
 
@@ -37,6 +39,16 @@ describe('gardener-acl explain with bad input', () => {
     expect(result.code).not.toBe(2);
     expect(result.out).toMatch(/^shoot--web--shop: /);
     expect(result.err).toBe('(1 error(s) about other shoots not shown)\n');
+  });
+
+  it('an error about a shoot whose name the asked shoot is a prefix of (prod-eu, prod) does not stop the answer for the other', async () => {
+    const dir = await brokenExample('shoot--team--prod-eu', '0.0.0.0/1', '10.0.0.300/8');
+    const result = await run(['--shoot', 'shoot--team--prod', '--client', '203.0.113.5', '--path', 'api', dir]);
+    expect(result.code).not.toBe(2);
+    expect(result.out).toMatch(/^shoot--team--prod: /);
+    expect(result.err).toBe('(1 error(s) about other shoots not shown)\n');
+    // And the other way round: the broken shoot itself gets no verdict.
+    expect((await run(['--shoot', 'shoot--team--prod-eu', '--client', '203.0.113.5', '--path', 'api', dir])).code).toBe(2);
   });
 
   it('a missing path or operator configuration is exit 2', async () => {
