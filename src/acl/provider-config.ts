@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { normalizeCidrSet, type Cidr } from './cidr.js';
 import { cidrStringSchema } from './cidr-schema.js';
-import { exposureWarnings } from './exposure-warnings.js';
+import { exposureWarnings, hostBitWarnings } from './exposure-warnings.js';
 import { fieldErrorsFromZod, REPORT_INPUT, type FieldError } from './field-errors.js';
 import { boundedLines, quoteInput } from './quote-input.js';
 
@@ -108,6 +108,10 @@ export function parseProviderConfig(raw: unknown, maxCidrs: number, pathPrefix: 
   }
   const { config, warnings } = withoutUnknownFields(raw, pathPrefix);
   const result = providerConfigSchema(maxCidrs).safeParse(config, REPORT_INPUT);
-  if (result.success) return { ok: true, rule: result.data, warnings: [...warnings, ...exposureWarnings(result.data, pathPrefix)] };
+  if (result.success) {
+    const rawCidrs = (config as { rule?: { cidrs?: unknown } }).rule?.cidrs;
+    const hostBits = Array.isArray(rawCidrs) ? hostBitWarnings(rawCidrs, result.data.action, pathPrefix) : [];
+    return { ok: true, rule: result.data, warnings: [...warnings, ...hostBits, ...exposureWarnings(result.data, pathPrefix)] };
+  }
   return { ok: false, errors: fieldErrorsFromZod(result.error, pathPrefix) };
 }

@@ -29,10 +29,30 @@ describe('exposure warnings', () => {
     expect(warningsOf('ALLOW', ['0.0.0.0/0'])).toEqual([OPEN('0.0.0.0/0', 'IPv4'), ONLY('IPv4', 'IPv6')]);
   });
 
-  it('nothing for ALLOW of some ranges of both families, or for any DENY', () => {
+  it('nothing for ALLOW of some ranges of both families, or for a DENY of some ranges', () => {
     expect(warningsOf('ALLOW', ['0.0.0.0/1', '2001:db8::/32'])).toEqual([]);
-    expect(warningsOf('DENY', ['0.0.0.0/0'])).toEqual([]);
     expect(warningsOf('DENY', ['203.0.113.0/24'])).toEqual([]);
+    expect(warningsOf('DENY', ['0.0.0.0/1'])).toEqual([]);
+  });
+
+  it('DENY of a whole family (everyone refused but the always-allowed ranges)', () => {
+    const REFUSED = (ranges: string, family: string, together = false) =>
+      `${P}.rule.cidrs: ${ranges} ${together ? 'together refuse' : 'refuses'} every ${family} client on every path (only the seed's always-allowed ranges pass), the shoot's own users too; list only the ranges to refuse, or use ALLOW with the ranges that need access`;
+    expect(warningsOf('DENY', ['0.0.0.0/0'])).toEqual([REFUSED('0.0.0.0/0', 'IPv4')]);
+    expect(warningsOf('DENY', ['0.0.0.0/0', '::/0'])).toEqual([REFUSED('0.0.0.0/0', 'IPv4'), REFUSED('::/0', 'IPv6')]);
+    expect(warningsOf('DENY', ['0.0.0.0/1', '128.0.0.0/1'])).toEqual([REFUSED('0.0.0.0/1, 128.0.0.0/1', 'IPv4', true)]);
+  });
+
+  it('an entry with host bits under a short prefix is named with the network it admits and both ways to write what was meant', () => {
+    expect(warningsOf('ALLOW', ['10.1.2.3/8', '2001:db8::/32'])).toEqual([
+      `${P}.rule.cidrs[0]: "10.1.2.3/8" has host bits set: it admits the whole network 10.0.0.0/8 (16,777,216 addresses); write 10.1.2.3/32 for the one host, or 10.0.0.0/8 if the network is meant`,
+    ]);
+    expect(warningsOf('ALLOW', ['203.0.113.0/24', '2001:db8::1/64'])).toEqual([
+      `${P}.rule.cidrs[1]: "2001:db8::1/64" has host bits set: it admits the whole network 2001:db8::/64 (18,446,744,073,709,551,616 addresses); write 2001:db8::1/128 for the one host, or 2001:db8::/64 if the network is meant`,
+    ]);
+    expect(warningsOf('DENY', ['::ffff:10.0.0.0/100'])[0]).toMatch(/^spec\.extensions\[0\]\.providerConfig\.rule\.cidrs\[0\]: "::ffff:10\.0\.0\.0\/100" has host bits set: it refuses the whole network /);
+    // Written as the network, or as a host: nothing to say.
+    expect(warningsOf('ALLOW', ['10.0.0.0/8', '10.1.2.3', '10.1.2.3/32', '2001:db8::/32'])).toEqual([]);
   });
 
   it('audit mode: admitted with a warning that nothing is refused; the family warnings still apply', () => {
