@@ -38,18 +38,31 @@ export interface AclRule {
   readonly mode: RuleMode;
 }
 
+/** How many written entries a rule may have per distinct range allowed (maxCIDRs). */
+const RAW_CIDR_FACTOR = 10;
+
 export function providerConfigSchema(maxCidrs: number) {
   const rule = z.strictObject(
     {
       action: caseInsensitiveEnum(ACTIONS, (s) => s.toUpperCase(), 'action'),
       type: caseInsensitiveEnum(PRINCIPAL_TYPES, (s) => s.toLowerCase(), 'type'),
       mode: caseInsensitiveEnum(RULE_MODES, (s) => s.toLowerCase(), 'mode').optional(),
+      // maxCIDRs bounds what is enforced (the canonical set, which sizes the combined filters);
+      // the written list may repeat entries, up to ten times as many (parsing stays bounded).
       cidrs: z
         .array(cidrStringSchema, { error: 'must be a list of CIDR strings' })
         .min(1, { error: 'must list at least one CIDR; an empty list would admit nobody (ALLOW) or nothing (DENY)' })
-        .max(maxCidrs, {
+        .max(RAW_CIDR_FACTOR * maxCidrs, {
           error: (issue) =>
-            `has ${Array.isArray(issue.input) ? issue.input.length : '?'} entries, more than the maximum of ${maxCidrs} set by the operator; merge ranges or ask the operator to raise maxCIDRs`,
+            `has ${Array.isArray(issue.input) ? issue.input.length : '?'} entries, more than ${RAW_CIDR_FACTOR} times the maximum of ${maxCidrs} distinct ranges set by the operator; remove the repeated entries`,
+        })
+        .superRefine((cidrs, ctx) => {
+          const distinct = normalizeCidrSet(cidrs).length;
+          if (distinct <= maxCidrs) return;
+          ctx.addIssue({
+            code: 'custom',
+            message: `has ${distinct} distinct ranges (repeated entries and ranges inside others not counted), more than the maximum of ${maxCidrs} set by the operator; merge ranges or ask the operator to raise maxCIDRs`,
+          });
         }),
     },
     { error: (issue) => (issue.input === undefined ? 'is required: add rule with action, type and cidrs' : 'must be an object with action, type, cidrs and optionally mode') },

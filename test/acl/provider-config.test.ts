@@ -56,7 +56,17 @@ describe('providerConfig', () => {
       `${P}.rule.cidrs: must list at least one CIDR; an empty list would admit nobody (ALLOW) or nothing (DENY)`,
     ]);
     expect(errorsOf({ rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['1.0.0.0/8', '2.0.0.0/8', '3.0.0.0/8'] } }, 2)).toEqual([
-      `${P}.rule.cidrs: has 3 entries, more than the maximum of 2 set by the operator; merge ranges or ask the operator to raise maxCIDRs`,
+      `${P}.rule.cidrs: has 3 distinct ranges (repeated entries and ranges inside others not counted), more than the maximum of 2 set by the operator; merge ranges or ask the operator to raise maxCIDRs`,
+    ]);
+    // maxCIDRs counts what is enforced: 60 entries naming 20 distinct ranges pass a maximum of 50.
+    const repeated = Array.from({ length: 60 }, (_, i) => `10.${i % 20}.0.0/16`);
+    const accepted = parseProviderConfig({ rule: { action: 'ALLOW', type: 'remote_ip', cidrs: [...repeated, '2001:db8::/32'] } }, 50, P);
+    expect(accepted.ok && accepted.rule.cidrs).toHaveLength(21);
+    // ... and a range inside another is not counted either.
+    expect(errorsOf({ rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['10.0.0.0/8', '10.1.0.0/16', '10.2.0.0/16'] } }, 1)).toEqual([]);
+    // The written list stays bounded: ten times maxCIDRs.
+    expect(errorsOf({ rule: { action: 'ALLOW', type: 'remote_ip', cidrs: Array.from({ length: 21 }, () => '10.0.0.0/8') } }, 2)).toEqual([
+      `${P}.rule.cidrs: has 21 entries, more than 10 times the maximum of 2 distinct ranges set by the operator; remove the repeated entries`,
     ]);
     // Unknown fields are ignored with a warning, as the reference extension ignored them; a
     // misspelt required field is still missing.

@@ -123,7 +123,7 @@ describe('the Shoot webhook behind the real gardener-apiserver', () => {
       'admission webhook "shoots.acl.gardener.cloud" denied the request: spec.extensions[0].providerConfig.rule: is required: add rule with action, type and cidrs',
     );
     expect(await refused(allowRule(...Array.from({ length: 51 }, (_, i) => `10.0.${i}.0/24`)))).toContain(
-      'spec.extensions[0].providerConfig.rule.cidrs: has 51 entries, more than the maximum of 50 set by the operator',
+      'spec.extensions[0].providerConfig.rule.cidrs: has 51 distinct ranges (repeated entries and ranges inside others not counted), more than the maximum of 50 set by the operator',
     );
     expect((await createShoot(kc, shoot('valid', allowRule('203.0.113.0/24')))).status).toBe(201);
     expect((await createShoot(kc, shoot('disabled', allowRule('nonsense'), { disabled: true }))).status).toBe(201);
