@@ -27,7 +27,10 @@ names every shoot the request targets and the header form that targets it.
 The seed is read from files (like render; without PATH the embedded example seed) or, with
 --kubeconfig, from the live seed (the objects the controller reads; --config names the
 operator configuration file the controller runs with, default values otherwise).
-Exit codes: 0 every listed path admits, 1 some path refuses, 2 invalid input.`;
+--client and --peer may carry a port, as copied from an access log (203.0.113.9:443,
+[2001:db8::1]:443); it does not change the verdict.
+Exit codes: 0 every listed path admits, 1 some path refuses, 2 invalid input, 3 every path
+admits but some only because the rule is in audit mode (enforce would refuse there).`;
 
 const headerSchema = z.string().transform((text, ctx): [string, string] => {
   const colon = text.indexOf(':');
@@ -40,7 +43,9 @@ const headerSchema = z.string().transform((text, ctx): [string, string] => {
 
 const addressSchema = (flag: string) =>
   z.string({ error: `${flag} is required: the client's IP address, e.g. ${flag} 203.0.113.9` }).transform((text, ctx) => {
-    const parsed = parseClientAddress(text);
+    // An address as an access log prints it, with the client's port: the port does not decide.
+    const withPort = /^\[([^\]]+)\]:\d{1,5}$/.exec(text.trim()) ?? /^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$/.exec(text.trim());
+    const parsed = parseClientAddress(withPort?.[1] ?? text);
     if (!parsed) {
       ctx.addIssue({ code: 'custom', message: `${flag} ${JSON.stringify(text)} is not an IPv4 or IPv6 address; write e.g. 203.0.113.9 or 2001:db8::1` });
       return z.NEVER;
@@ -113,6 +118,9 @@ export async function explainCommand(argv: readonly string[], io: CommandIO): Pr
   if (!args.success) return argsUsageError(io, EXPLAIN_USAGE, args.error.issues, 'message-only');
   const a = args.data;
   if (a.kubeconfig && a.paths.length > 0) return usageError(io, EXPLAIN_USAGE, 'give either --kubeconfig or PATHs, not both');
+  if (a.header && a.path !== undefined && a.path !== 'connect') {
+    return usageError(io, EXPLAIN_USAGE, `--header describes a CONNECT request; it has no effect on --path ${a.path}: drop --path (every path) or use --path connect`);
+  }
   let objects: SourcedObject[];
   const problems: Problem[] = [];
   if (a.kubeconfig) {
@@ -170,7 +178,8 @@ export async function explainCommand(argv: readonly string[], io: CommandIO): Pr
     headers: a.header,
   });
   io.stdout(a.output === 'json' ? `${JSON.stringify(explanation, null, 2)}\n` : formatText(explanation));
-  return explanation.verdicts.some((v) => v.verdict === 'refused') ? 1 : 0;
+  if (explanation.verdicts.some((v) => v.verdict === 'refused')) return 1;
+  return explanation.verdicts.some((v) => v.enforceWouldRefuse === true) ? 3 : 0;
 }
 
 /**

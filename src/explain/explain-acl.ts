@@ -153,6 +153,8 @@ export interface PathVerdict {
   readonly at: string;
   readonly verdict: 'admitted' | 'refused';
   readonly reason: string;
+  /** Admitted only because the rule is in audit mode: enforce would refuse this client here. */
+  readonly enforceWouldRefuse?: true;
 }
 
 export interface Explanation {
@@ -180,10 +182,16 @@ function ruleText(rule: AclRule): string {
 
 const verdictOf = (admitted: boolean): PathVerdict['verdict'] => (admitted ? 'admitted' : 'refused');
 
+/** The verdict of one decision, marked where only audit mode admits. */
+const decided = (d: Pick<Decision, 'admitted' | 'admittedByRule'>): Pick<PathVerdict, 'verdict' | 'enforceWouldRefuse'> => ({
+  verdict: verdictOf(d.admitted),
+  ...(d.admitted && !d.admittedByRule ? { enforceWouldRefuse: true as const } : {}),
+});
+
 function connectVerdicts(req: ExplainRequest, shoot: ShootAcl | undefined, direct: ClientAddress): PathVerdict[] {
   const { seed } = req;
   const { protectedHeaders, protectedPorts } = seed.operator;
-  let verdict: PathVerdict['verdict'];
+  let verdict: Pick<PathVerdict, 'verdict' | 'enforceWouldRefuse'>;
   let reason: string;
   if (req.headers) {
     const targeted = seed.shoots
@@ -196,23 +204,23 @@ function connectVerdicts(req: ExplainRequest, shoot: ShootAcl | undefined, direc
     });
     const self = mentionsOf(req.headers, protectedHeaders, req.technicalID, seed.operator.combinedForm).length > 0;
     const prefix = self ? '' : `no protected header mentions ${req.technicalID}; `;
-    verdict = verdictOf(parts.every((p) => p.d.admitted));
+    verdict = decided({ admitted: parts.every((p) => p.d.admitted), admittedByRule: parts.every((p) => p.d.admittedByRule) });
     reason = parts.length === 0 ? `${prefix}no protected header mentions a shoot with an ACL` : `${prefix}${parts.map((p) => p.text).join('; ')}${parts.length > 1 ? ' (every targeted shoot must admit)' : ''}`;
   } else if (shoot) {
     const d = decideAcl(shoot, req.client, direct);
     const { fqdnInfix, socketValue } = destinationForms(shoot.technicalID);
-    verdict = verdictOf(d.admitted);
+    verdict = decided(d);
     reason =
       isMatcherForm(seed.operator.combinedForm)
         ? `${d.reason} (a request targets ${shoot.technicalID} when the first value of ${protectedHeaders.join(' or ')} begins with "outbound|<port>|<subset>|<service>${fqdnInfix}svc." or "${socketValue}")`
         : `${d.reason} (a request targets ${shoot.technicalID} when ${protectedHeaders.join(' or ')} contains "${fqdnInfix}" or starts with "${socketValue}")`;
   } else {
-    verdict = 'admitted';
+    verdict = { verdict: 'admitted' };
     reason = `${req.technicalID} has no ACL on this seed`;
   }
   return [...seed.gateways]
     .sort((a, b) => a.namespace.localeCompare(b.namespace))
-    .flatMap((g) => protectedPorts.map((port): PathVerdict => ({ path: 'connect', gateway: g.namespace, at: `CONNECT port ${port}`, verdict, reason })));
+    .flatMap((g) => protectedPorts.map((port): PathVerdict => ({ path: 'connect', gateway: g.namespace, at: `CONNECT port ${port}`, ...verdict, reason })));
 }
 
 /** The verdict of every path into the shoot's control plane for one client. */
@@ -226,20 +234,20 @@ export function explainShoot(req: ExplainRequest): Explanation {
     const d = decideAcl(shoot, req.client, direct);
     if (paths.has('api')) {
       for (const chain of shoot.sniChains) {
-        verdicts.push({ path: 'api', gateway: chain.gateway.namespace, at: `SNI ${[...chain.hosts].sort().join(', ')} (port ${seed.operator.sniPort})`, verdict: verdictOf(d.admitted), reason: d.reason });
+        verdicts.push({ path: 'api', gateway: chain.gateway.namespace, at: `SNI ${[...chain.hosts].sort().join(', ')} (port ${seed.operator.sniPort})`, ...decided(d), reason: d.reason });
       }
     }
     if (paths.has('observability')) {
       const identity = parseTechnicalID(technicalID);
       for (const w of seed.observabilityWildcards) {
         const host = `<prefix>-${identity?.shortID ?? technicalID}.${w.domain}`;
-        verdicts.push({ path: 'observability', gateway: w.gateway.namespace, at: `SNI ${host} on the shared *.${w.domain} chain (port ${seed.operator.sniPort})`, verdict: verdictOf(d.admitted), reason: d.reason });
+        verdicts.push({ path: 'observability', gateway: w.gateway.namespace, at: `SNI ${host} on the shared *.${w.domain} chain (port ${seed.operator.sniPort})`, ...decided(d), reason: d.reason });
       }
     }
     if (paths.has('legacy')) {
       const legacy = decideAcl({ rule: shoot.rule, alwaysAllowed: [...shoot.alwaysAllowed, ...shoot.legacyProxyAllowed] }, req.client, direct);
       for (const chain of req.legacyChains.filter((c) => c.technicalID === technicalID)) {
-        verdicts.push({ path: 'legacy', gateway: chain.namespace, at: `PROXY-protocol port ${seed.operator.legacyProxyPort}, chain of EnvoyFilter ${chain.envoyFilter}`, verdict: verdictOf(legacy.admitted), reason: shoot.legacyProxyAllowed.length > 0 ? `${legacy.reason} (on this port the shoot's pod range ${shoot.legacyProxyAllowed.map(formatCidr).join(', ')} is always allowed too)` : legacy.reason });
+        verdicts.push({ path: 'legacy', gateway: chain.namespace, at: `PROXY-protocol port ${seed.operator.legacyProxyPort}, chain of EnvoyFilter ${chain.envoyFilter}`, ...decided(legacy), reason: shoot.legacyProxyAllowed.length > 0 ? `${legacy.reason} (on this port the shoot's pod range ${shoot.legacyProxyAllowed.map(formatCidr).join(', ')} is always allowed too)` : legacy.reason });
       }
     }
   }

@@ -51,6 +51,33 @@ describe('gardener-acl explain with bad input', () => {
     expect((await run(['--shoot', 'shoot--team--prod-eu', '--client', '203.0.113.5', '--path', 'api', dir])).code).toBe(2);
   });
 
+  it('a client address copied from an access log, with its port, gets the same verdict', async () => {
+    const plain = await run(['--shoot', 'shoot--team--prod', '--client', '203.0.113.5', '--path', 'api']);
+    expect(await run(['--shoot', 'shoot--team--prod', '--client', '203.0.113.5:443', '--path', 'api'])).toEqual(plain);
+    const v6 = await run(['--shoot', 'shoot--team--prod', '--client', '[2001:db8:100::7]:50000', '--path', 'api']);
+    expect(v6).toEqual(await run(['--shoot', 'shoot--team--prod', '--client', '2001:db8:100::7', '--path', 'api']));
+    expect(v6.code).toBe(0);
+  });
+
+  it('--header with a path it has no effect on is refused, naming the fix', async () => {
+    const result = await run(['--shoot', 'shoot--team--prod', '--client', '203.0.113.5', '--path', 'api', '--header', 'Reversed-VPN: x']);
+    expect(result.code).toBe(2);
+    expect(result.err).toMatch(/^--header describes a CONNECT request; it has no effect on --path api: drop --path \(every path\) or use --path connect\n/);
+  });
+
+  it('audit mode: a client the rule would refuse is admitted, and the exit code (3) says enforce would refuse', async () => {
+    const refused = await run(['--shoot', 'shoot--team--prod', '--client', '192.0.2.99', '--path', 'api']);
+    expect(refused.code).toBe(1);
+    const dir = await brokenExample('shoot--team--prod', '      cidrs: [203.0.113.0/24, 2001:db8:100::/48]', '      cidrs: [203.0.113.0/24, 2001:db8:100::/48]\n      mode: audit');
+    const audit = await run(['--shoot', 'shoot--team--prod', '--client', '192.0.2.99', '--path', 'api', '--output', 'json', dir]);
+    expect(audit.code).toBe(3);
+    const verdicts = (JSON.parse(audit.out) as { verdicts: { verdict: string; enforceWouldRefuse?: boolean; reason: string }[] }).verdicts;
+    expect(verdicts.length).toBeGreaterThan(0);
+    for (const v of verdicts) expect(v).toMatchObject({ verdict: 'admitted', enforceWouldRefuse: true, reason: expect.stringContaining('audit mode, nothing is refused; enforce would refuse') });
+    // A client the rule admits: exit 0 in audit mode too.
+    expect((await run(['--shoot', 'shoot--team--prod', '--client', '203.0.113.5', '--path', 'api', dir])).code).toBe(0);
+  });
+
   it('a missing path or operator configuration is exit 2', async () => {
     expect((await run(['--shoot', 'shoot--team--prod', '--client', '10.0.0.1', '/nonexistent'])).code).toBe(2);
     const config = await run(['--shoot', 'shoot--team--prod', '--client', '10.0.0.1', '--config', path.join(EMBEDDED_EXAMPLE, 'shoot--team--prod.yaml')]);
