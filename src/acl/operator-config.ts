@@ -6,7 +6,7 @@ import { RESERVED_HEADER_PREFIX, SCAFFOLD_GATEWAY, matcherEntryBytes, matcherSca
 import { ecdsListenerObject, ecdsScaffoldingBytes } from '../rbac/connect-matcher-ecds.js';
 import { fieldErrorsFromZod, REPORT_INPUT, type FieldError } from './field-errors.js';
 
-const port = z.number().int().min(1).max(65535);
+const port = z.number({ error: 'must be a port number' }).int({ error: 'must be a whole number from 1 to 65535' }).min(1, { error: 'must be 1 to 65535' }).max(65535, { error: 'must be 1 to 65535' });
 // RFC 7230 token characters; Envoy compares header names case-insensitively.
 const headerName = z
   .string()
@@ -143,20 +143,25 @@ export const operatorConfigSchema = z
       .max(MAX_ADDITIONAL_ALLOWED_CIDRS, { error: `lists more than ${MAX_ADDITIONAL_ALLOWED_CIDRS} ranges; every one is repeated in every shoot's policy, so merge them into wider ranges` })
       .default([]),
     /** Most CIDRs a shoot's rule may list (at most 1000; together with maxObjectBytes checked so that one maximal shoot fits one combined filter). */
-    maxCIDRs: z.number().int().min(1).max(1000).default(50),
+    maxCIDRs: z
+      .number({ error: 'must be a number from 1 to 1000, such as 50' })
+      .int({ error: 'must be a whole number from 1 to 1000, such as 50' })
+      .min(1, { error: 'must be at least 1: every rule lists one range or more' })
+      .max(1000, { error: 'must be at most 1000: one shoot at the limit must fit one combined CONNECT filter; merge ranges instead' })
+      .default(50),
     /** HTTP-CONNECT headers whose value selects the destination cluster. */
-    protectedHeaders: z.array(headerName).min(1).default([...DEFAULT_PROTECTED_HEADERS]),
+    protectedHeaders: z.array(headerName, { error: 'must be a list of header names' }).min(1, { error: 'must name at least one header, such as X-Gardener-Destination' }).default([...DEFAULT_PROTECTED_HEADERS]),
     /** Gateway listener ports (target ports) that terminate HTTP CONNECT. */
-    protectedPorts: z.array(port).min(1).default([...DEFAULT_PROTECTED_PORTS]),
+    protectedPorts: z.array(port, { error: 'must be a list of ports' }).min(1, { error: 'must name at least one port, such as 8443' }).default([...DEFAULT_PROTECTED_PORTS]),
     /** Listener port of the TLS/SNI server (Service port 443). */
     sniPort: port.default(9443),
     /** Listener port of the legacy PROXY-protocol apiserver-proxy path (Gardener < 1.123). */
     legacyProxyPort: port.default(8443),
     /** Largest serialized size (bytes) of one generated EnvoyFilter; combined filters are sharded below it. */
     maxObjectBytes: z
-      .number()
-      .int()
-      .min(16 * 1024)
+      .number({ error: 'must be a number of bytes, such as 524288 (512 KiB)' })
+      .int({ error: 'must be a whole number of bytes, such as 524288 (512 KiB)' })
+      .min(16 * 1024, { error: 'must be at least 16384 (16 KiB): smaller objects hold too few shoots to be useful' })
       .max(MAX_OBJECT_BYTES, {
         error: `must be at most ${MAX_OBJECT_BYTES} (640 KiB): a write that moves shoots between shards holds up to twice maxObjectBytes, and etcd refuses objects above 1.5 MiB; for more capacity raise ecdsBuckets`,
       })

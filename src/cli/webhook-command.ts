@@ -42,7 +42,7 @@ Serves the admission webhooks over HTTPS: /mutate-envoyfilter (seed) and /valida
                                listener closes, so the endpoint is unpublished while requests still
                                succeed (default 10s; keep it below terminationGracePeriodSeconds)
   --controller-username USER   the controller's authenticated user (e.g. system:serviceaccount:garden:gardener-acl);
-                               its writes of combined filters pass unchanged, everyone else's are rewritten
+                               its writes of combined filters pass unchanged, everyone else's are refused
   --log-level LEVEL            trace|debug|info|warn|error (default info)
 
 Certificates managed in-process (e.g. the garden admission; every replica may run it):

@@ -83,6 +83,14 @@ describe('operator configuration: combinedForm and ecdsBuckets', () => {
     expect(errors({ combinedForm: 'rules', ecdsBuckets: 256, protectedHeaders: headers })).toEqual([]);
   });
 
+  it('numbers out of range are refused in words that name the limit and why, not in a schema library’s', () => {
+    expect(errors({ maxCIDRs: 5000 })).toEqual(['maxCIDRs: must be at most 1000: one shoot at the limit must fit one combined CONNECT filter; merge ranges instead']);
+    expect(errors({ maxCIDRs: 'fifty' })).toEqual(['maxCIDRs: must be a number from 1 to 1000, such as 50']);
+    expect(errors({ maxObjectBytes: 1000 })).toEqual(['maxObjectBytes: must be at least 16384 (16 KiB): smaller objects hold too few shoots to be useful']);
+    expect(errors({ sniPort: 70000 })).toEqual(['sniPort: must be 1 to 65535']);
+    expect(errors({ protectedPorts: [] })).toEqual(['protectedPorts: must name at least one port, such as 8443']);
+  });
+
   it('maxObjectBytes above 640 KiB is refused: a transitional write holds up to twice it, past etcd’s 1.5 MiB', () => {
     expect(errors({ maxObjectBytes: 1024 * 1024 })).toEqual([
       'maxObjectBytes: must be at most 655360 (640 KiB): a write that moves shoots between shards holds up to twice maxObjectBytes, and etcd refuses objects above 1.5 MiB; for more capacity raise ecdsBuckets',
