@@ -126,5 +126,26 @@ export function parseProviderConfig(raw: unknown, maxCidrs: number, pathPrefix: 
     const hostBits = Array.isArray(rawCidrs) ? hostBitWarnings(rawCidrs, result.data.action, pathPrefix) : [];
     return { ok: true, rule: result.data, warnings: [...warnings, ...hostBits, ...exposureWarnings(result.data, pathPrefix)] };
   }
-  return { ok: false, errors: fieldErrorsFromZod(result.error, pathPrefix) };
+  return { ok: false, errors: withMissingFieldHints(fieldErrorsFromZod(result.error, pathPrefix), raw, pathPrefix) };
+}
+
+/** The same word, give or take case, punctuation and a plural s: `cidr`, `CIDRs`, `cidr_s` for `cidrs`. */
+function sameWord(a: string, b: string): boolean {
+  const norm = (s: string) => s.toLowerCase().replace(/[^a-z]/g, '').replace(/s$/, '');
+  return norm(a) === norm(b);
+}
+
+/**
+ * A rule field that is missing while the rule has an unknown field of nearly the same name is a
+ * typo: the error says which, instead of only that the field is not a list or a string.
+ */
+function withMissingFieldHints(errors: readonly FieldError[], raw: unknown, pathPrefix: string): FieldError[] {
+  const rule = isPlainObject(raw) && isPlainObject(raw['rule']) ? raw['rule'] : undefined;
+  if (!rule) return [...errors];
+  return errors.map((error) => {
+    const field = error.path.slice(`${pathPrefix}.rule.`.length);
+    if (error.path !== `${pathPrefix}.rule.${field}` || !KNOWN_RULE_FIELDS.includes(field) || field in rule) return error;
+    const typo = Object.keys(rule).find((key) => !KNOWN_RULE_FIELDS.includes(key) && sameWord(key, field));
+    return typo === undefined ? { ...error, message: `is required; ${error.message}` } : { ...error, message: `is required; the rule has ${quoteInput(typo)} instead: rename it to ${field}` };
+  });
 }

@@ -75,7 +75,9 @@ describe('providerConfig', () => {
       `${P}: unknown field(s) "rules" ignored; remove them or check the spelling`,
       `${P}.rule: unknown field(s) "cidr" ignored; remove them or check the spelling`,
     ]);
-    expect(errorsOf({ rule: { action: 'ALLOW', type: 'remote_ip', cidr: ['1.0.0.0/8'] } })).toEqual([`${P}.rule.cidrs: must be a list of CIDR strings`]);
+    expect(errorsOf({ rule: { action: 'ALLOW', type: 'remote_ip', cidr: ['1.0.0.0/8'] } })).toEqual([`${P}.rule.cidrs: is required; the rule has "cidr" instead: rename it to cidrs`]);
+    expect(errorsOf({ rule: { Action: 'ALLOW', type: 'remote_ip', cidrs: ['1.0.0.0/8'] } })).toEqual([`${P}.rule.action: is required; the rule has "Action" instead: rename it to action`]);
+    expect(errorsOf({ rule: { action: 'ALLOW', type: 'remote_ip' } })).toEqual([`${P}.rule.cidrs: is required; must be a list of CIDR strings`]);
     expect(errorsOf({ rule: { action: 1, type: 'remote_ip', cidrs: '1.0.0.0/8' } })).toEqual([
       `${P}.rule.action: must be a string, one of ALLOW, DENY`,
       `${P}.rule.cidrs: must be a list of CIDR strings`,
