@@ -51,7 +51,7 @@ npx vitest run --reporter=default --reporter=json --outputFile="$report" || stat
 node -e '
   const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
   console.log(`vitest: ${r.numPassedTests} passed, ${r.numFailedTests} failed` + (r.numPendingTests ? `, ${r.numPendingTests} skipped` : "") +
-    (r.numFailedTestSuites ? `, ${r.numFailedTestSuites} file(s) failed before their tests ran` : ""));
+    (r.numFailedTestSuites && !r.numFailedTests ? `, ${r.numFailedTestSuites} file(s) failed before their tests ran` : ""));
   if (r.numFailedTestSuites) process.exit(1);
   if (r.numTotalTests === 0) { console.error("no test ran"); process.exit(1); }
 ' "$report" || status=1

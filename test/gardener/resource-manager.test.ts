@@ -125,9 +125,11 @@ describe('the real gardener-resource-manager applies and checks what the control
     await deleteObject(cp.kubeConfig, extRef(B));
     const seen: string[] = [];
     await eventually('Extension gone', async () => {
+      // Read in the reverse of the order they must go (filter, ManagedResource, Extension), so that
+      // a later read never sees an object that an earlier read already found gone legitimately.
       const ext = await getObject(cp.kubeConfig, extRef(B));
-      const filter = await getObject(cp.kubeConfig, filterRef(B, ZONAL_GW.namespace));
       const mr = await getObject(cp.kubeConfig, mrRef(B));
+      const filter = await getObject(cp.kubeConfig, filterRef(B, ZONAL_GW.namespace));
       seen.push(`${ext ? 'ext' : '-'} ${mr ? 'mr' : '-'} ${filter ? 'filter' : '-'}`);
       return ext === undefined;
     }, 60_000);
