@@ -5,10 +5,9 @@
  */
 import { readdirSync } from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { pino, type Logger } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
@@ -19,6 +18,7 @@ import { createObject, deleteObject, getObject, mergePatch, patchStatus, refOf, 
 import type { ControlPlane } from './control-plane.js';
 import { eventually, extension, sleep, startWithCRDs, testLogger } from './kube-test-helpers.js';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
+import { listenScripted } from './scripted-server.js';
 
 const EXT_API = '/apis/extensions.gardener.cloud/v1alpha1';
 
@@ -323,17 +323,10 @@ describe('ResilientInformer protocol cases (scripted server)', () => {
       else calls.list++;
       handler(url, res, calls);
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const kubeConfig = await listenScripted(server, []);
     cleanups.push(async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-    });
-    const kubeConfig = new KubeConfig();
-    kubeConfig.loadFromOptions({
-      clusters: [{ name: 'scripted', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
-      users: [{ name: 'anyone' }],
-      contexts: [{ name: 'scripted', cluster: 'scripted', user: 'anyone' }],
-      currentContext: 'scripted',
     });
     const rec = recorder();
     const informer = new ResilientInformer<Extension>({

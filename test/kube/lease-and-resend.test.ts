@@ -7,14 +7,14 @@
  *   applied by the server, so it is not resent (the caller reads the object again and retries).
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 
 import { LeaderElector } from '../../src/kube/leader-election.js';
 import { restRequest, serverPushback } from '../../src/kube/rest.js';
 import { testLogger } from './kube-test-helpers.js';
+import { listenScripted } from './scripted-server.js';
 
 const servers: http.Server[] = [];
 afterEach(async () => {
@@ -24,18 +24,7 @@ afterEach(async () => {
   }
 });
 
-async function kubeConfigFor(server: http.Server): Promise<KubeConfig> {
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const kubeConfig = new KubeConfig();
-  kubeConfig.loadFromOptions({
-    clusters: [{ name: 's', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
-    users: [{ name: 'u' }],
-    contexts: [{ name: 's', cluster: 's', user: 'u' }],
-    currentContext: 's',
-  });
-  return kubeConfig;
-}
+const kubeConfigFor = (server: http.Server): Promise<KubeConfig> => listenScripted(server, servers);
 
 const json = (res: http.ServerResponse, code: number, body: unknown, headers: Record<string, string> = {}) => {
   res.writeHead(code, { 'Content-Type': 'application/json', ...headers });

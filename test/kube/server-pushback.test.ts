@@ -3,32 +3,20 @@
  * while: a throttled server sees one probe per Retry-After, not one request per waiting caller.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 
 import { apiStatusCode } from '../../src/kube/errors.js';
 import { restRequest, serverPushback } from '../../src/kube/rest.js';
+import { listenScripted } from './scripted-server.js';
 
 const servers: http.Server[] = [];
 afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => new Promise((resolve) => s.close(resolve))));
 });
 
-/** A KubeConfig for a plain-HTTP test server, once it listens on loopback. */
-async function kubeConfigFor(server: http.Server): Promise<KubeConfig> {
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const kubeConfig = new KubeConfig();
-  kubeConfig.loadFromOptions({
-    clusters: [{ name: 's', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
-    users: [{ name: 'u' }],
-    contexts: [{ name: 's', cluster: 's', user: 'u' }],
-    currentContext: 's',
-  });
-  return kubeConfig;
-}
+const kubeConfigFor = (server: http.Server): Promise<KubeConfig> => listenScripted(server, servers);
 
 /** A server that answers 429 Retry-After: 1 until `throttleMs` after start, then 200 {}. */
 async function throttlingServer(throttleMs: number): Promise<{ kubeConfig: KubeConfig; hits: number[] }> {
