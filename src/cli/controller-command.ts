@@ -21,7 +21,7 @@ import type { CommandIO } from './render-command.js';
 import { serviceRef } from './service-ref.js';
 import { argsUsageError, parseCommandArgs } from './command-args.js';
 import { durationMs } from './duration.js';
-import { loadKubeConfig } from './kubeconfig.js';
+import { KubeConfigProblem, loadKubeConfig } from './kubeconfig.js';
 import { loadOperatorConfigFile } from './operator-config-file.js';
 import { startProbeServer } from './probe-server.js';
 import { LAGGING_CACHE_MS, STUCK_CACHE_MS } from './probe-thresholds.js';
@@ -143,7 +143,14 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
   }
 
   const logger = pino({ level: a['log-level'], base: { component: 'gardener-acl-controller' } });
-  const kubeConfig = loadKubeConfig(a.kubeconfig);
+  let kubeConfig: KubeConfig;
+  try {
+    kubeConfig = loadKubeConfig(a.kubeconfig);
+  } catch (error) {
+    if (!(error instanceof KubeConfigProblem)) throw error;
+    io.stderr(`${error.message}\n`);
+    return 2;
+  }
 
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });

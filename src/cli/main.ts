@@ -5,6 +5,7 @@ import { REGISTRATION_USAGE, registrationCommand } from './registration-command.
 import { renderCommand, RENDER_USAGE, type CommandIO } from './render-command.js';
 import { packageVersion } from './version.js';
 import { WEBHOOK_CONFIG_USAGE, WEBHOOK_USAGE, webhookCommand, webhookConfigCommand } from './webhook-command.js';
+import { KubeConfigProblem } from './kubeconfig.js';
 
 const USAGE = `usage: gardener-acl <command> [options]
 
@@ -71,6 +72,12 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (error: unknown) => {
+    // Input the user can fix is said in one line, not as a stack.
+    if (error instanceof KubeConfigProblem) {
+      process.stderr.write(`gardener-acl: ${error.message}\n`);
+      process.exitCode = 2;
+      return;
+    }
     process.stderr.write(`gardener-acl: internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
     process.exitCode = 1;
   },

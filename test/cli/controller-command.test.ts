@@ -11,8 +11,12 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const run = promisify(execFile);
 
 async function controller(...args: string[]): Promise<{ code: number; stderr: string }> {
+  return controllerWithEnv(process.env, ...args);
+}
+
+async function controllerWithEnv(env: NodeJS.ProcessEnv, ...args: string[]): Promise<{ code: number; stderr: string }> {
   try {
-    await run(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli/main.ts'), 'controller', ...args], { cwd: ROOT, timeout: 30_000 });
+    await run(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli/main.ts'), 'controller', ...args], { cwd: ROOT, timeout: 30_000, env });
     return { code: 0, stderr: '' };
   } catch (error) {
     const e = error as { code: number; stderr: string };
@@ -32,6 +36,29 @@ describe('gardener-acl controller input errors', () => {
     const { code, stderr } = await controller(...args);
     expect(code).toBe(2);
     expect(stderr).toContain(message);
+  });
+
+  it('a kubeconfig it cannot use is said in one line with the fix, exit 2, no stack', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'gardener-acl-kubeconfig-'));
+    const empty = path.join(dir, 'empty.yaml');
+    await writeFile(empty, '{}\n');
+    const broken = path.join(dir, 'broken.yaml');
+    await writeFile(broken, 'clusters: [\n');
+    const fix = 'give a kubeconfig with --kubeconfig or $KUBECONFIG (or run in a cluster, with its ServiceAccount)';
+    const missing = await controller('--kubeconfig', '/nonexistent/kubeconfig');
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/^kubeconfig \/nonexistent\/kubeconfig: ENOENT: no such file or directory/);
+    expect(missing.stderr).toContain(fix);
+    const none = await controller('--kubeconfig', empty);
+    expect(none).toEqual({ code: 2, stderr: `kubeconfig ${empty}: its current context (none) names no cluster with a server; ${fix}\n` });
+    const yaml = await controller('--kubeconfig', broken);
+    expect(yaml.code).toBe(2);
+    expect(yaml.stderr).toMatch(new RegExp(`^kubeconfig ${broken.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: `));
+    for (const r of [missing, none, yaml]) expect(r.stderr).not.toMatch(/\n\s+at /);
+    // None at all, outside a cluster and without ~/.kube/config: said at once, not retried forever.
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !['KUBECONFIG', 'KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT'].includes(k)));
+    const nothing = await controllerWithEnv({ ...env, HOME: dir });
+    expect(nothing).toEqual({ code: 2, stderr: `no kubeconfig: not in a cluster, and neither --kubeconfig, $KUBECONFIG nor ${path.join(dir, '.kube', 'config')} is there; ${fix}\n` });
   });
 
   it('names the file and field of an invalid OperatorConfiguration', async () => {
