@@ -38,9 +38,17 @@ export async function renderCommand(argv: readonly string[], io: CommandIO): Pro
   const paths = args.data.paths.length > 0 ? args.data.paths : [EMBEDDED_EXAMPLE];
   // Only the model outlives this block: the documents read are let go before the output is written.
   const { result, problems } = await (async () => {
-    const loaded = await loadDocuments(args.data.config ? [...paths, args.data.config] : paths);
-    const stream = renderSeedStream(loaded.objects);
-    return { result: stream, problems: [...loaded.problems, ...stream.problems] };
+    const loaded = await loadDocuments(paths);
+    // --config replaces the seed's own OperatorConfiguration, as for explain.
+    const config = args.data.config === undefined ? undefined : await loadDocuments([args.data.config]);
+    const isOperatorConfig = (o: { object: unknown }) => (o.object as { kind?: unknown } | null)?.kind === 'OperatorConfiguration';
+    const objects = config ? [...loaded.objects.filter((o) => !isOperatorConfig(o)), ...config.objects] : loaded.objects;
+    const configProblems =
+      config && !config.objects.some(isOperatorConfig) && config.problems.length === 0
+        ? [{ severity: 'error' as const, object: `--config ${args.data.config ?? ''}`, message: 'no OperatorConfiguration in it' }]
+        : [];
+    const stream = renderSeedStream(objects);
+    return { result: stream, problems: [...loaded.problems, ...(config?.problems ?? []), ...configProblems, ...stream.problems] };
   })();
   for (const problem of problems) io.stderr(`${formatProblem(problem)}\n`);
   if (problems.some((p) => p.severity === 'error')) {

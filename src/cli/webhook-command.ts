@@ -65,7 +65,8 @@ Prints the MutatingWebhookConfiguration and ValidatingWebhookConfiguration as YA
 
   --webhooks LIST              envoyfilter,shoot (default both)
   --timeout-seconds N          1-30 (default 10)
-  --controller-user NAME       exempt this user's (the controller's) writes of combined filters`;
+  --controller-username NAME   exempt this user's (the controller's) writes of combined filters
+                               (the name the other commands use; --controller-user is accepted too)`;
 
 const WEBHOOK_NAMES = ['envoyfilter', 'shoot'] as const;
 const webhookList = z
@@ -113,9 +114,13 @@ const configArgs = z
     'ca-bundle-file': z.string({ error: '--ca-bundle-file is required' }).min(1),
     webhooks: webhookList,
     'timeout-seconds': z.coerce.number().int().min(1).max(30),
-    'controller-user': z.string().min(1).optional(),
+    'controller-username': z.string().min(1, { error: '--controller-username must not be empty' }).optional(),
+    'controller-user': z.string().min(1, { error: '--controller-user must not be empty' }).optional(),
   })
-  .refine((a) => (a.url === undefined) !== (a.service === undefined), { error: 'give exactly one of --url and --service' });
+  .refine((a) => (a.url === undefined) !== (a.service === undefined), { error: 'give exactly one of --url and --service' })
+  .refine((a) => a['controller-user'] === undefined || a['controller-username'] === undefined || a['controller-user'] === a['controller-username'], {
+    error: '--controller-user and --controller-username name the same flag; give one',
+  });
 
 /**
  * Certificates this process keeps itself: the stored pair is written into --cert-dir after every
@@ -261,6 +266,7 @@ export async function webhookConfigCommand(argv: readonly string[], io: CommandI
     'ca-bundle-file': { type: 'string' },
     webhooks: { type: 'string', default: WEBHOOK_NAMES.join(',') },
     'timeout-seconds': { type: 'string', default: '10' },
+    'controller-username': { type: 'string' },
     'controller-user': { type: 'string' },
   });
   if ('exitCode' in parsed) return parsed.exitCode;
@@ -279,7 +285,7 @@ export async function webhookConfigCommand(argv: readonly string[], io: CommandI
     return 2;
   }
   const target: ClientTarget = a.url ? { url: a.url } : { service: a.service! };
-  const options = { target, caBundlePem, timeoutSeconds: a['timeout-seconds'], controllerUsername: a['controller-user'] };
+  const options = { target, caBundlePem, timeoutSeconds: a['timeout-seconds'], controllerUsername: a['controller-username'] ?? a['controller-user'] };
   const documents = [
     ...(a.webhooks.includes('envoyfilter') ? [mutatingWebhookConfiguration(options)] : []),
     ...(a.webhooks.includes('shoot') ? [validatingWebhookConfiguration(options)] : []),

@@ -75,6 +75,7 @@ describe('commands built on it', () => {
     ['registration', registrationCommand, REGISTRATION_USAGE, ['--policy', 'Sometimes'], '--policy: must be OnDemand, Always or AlwaysExceptNoShoots'],
     ['webhook-config', webhookConfigCommand, WEBHOOK_CONFIG_USAGE, ['--ca-bundle-file', 'ca.pem'], 'give exactly one of --url and --service'],
     ['webhook-config', webhookConfigCommand, WEBHOOK_CONFIG_USAGE, ['--ca-bundle-file', 'ca.pem', '--service', 'a.b:99999'], '--service: "a.b:99999": port 99999 is not 1 to 65535'],
+    ['webhook-config', webhookConfigCommand, WEBHOOK_CONFIG_USAGE, ['--ca-bundle-file', 'ca.pem', '--url', 'https://x', '--controller-user', 'a', '--controller-username', 'b'], '--controller-user and --controller-username name the same flag; give one'],
   ])('%s: --help, an unknown flag and a refused value', async (_name, command, usage, invalid, message) => {
     const help = capture();
     expect(await command(['--help'], help)).toBe(0);

@@ -58,6 +58,20 @@ describe('gardener-acl render', () => {
     expect(kinds).toContain('EnvoyFilterPatch');
   });
 
+  it('--config replaces the seed directory’s own OperatorConfiguration (as for explain); a file without one is refused', async () => {
+    const config = await seedDir({ 'op.yaml': 'apiVersion: acl.gardener.cloud/v1alpha1\nkind: OperatorConfiguration\ncombinedForm: rules\n' });
+    const { code, stdout, stderr } = await cli('render', '--config', path.join(config, 'op.yaml'), path.join(ROOT, 'examples/seed'));
+    expect(stderr).not.toContain('error:');
+    expect(code).toBe(0);
+    const names = parseAllDocuments(stdout).map((d) => (d.toJS() as { metadata?: { name?: string } }).metadata?.name ?? '');
+    expect(names).toContain('acl-connect-8132-000');
+    expect(names.some((n) => n.startsWith('acl-connect-ecds-'))).toBe(false);
+    const empty = await seedDir({ 'op.yaml': CLUSTER });
+    const refused = await cli('render', '--config', path.join(empty, 'op.yaml'), path.join(ROOT, 'examples/seed'));
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(`error: --config ${path.join(empty, 'op.yaml')}: no OperatorConfiguration in it`);
+  });
+
   it('prints a JSON List with --output json', async () => {
     const dir = await seedDir({ 'seed.yaml': [CLUSTER, GATEWAY, extension('{action: ALLOW, type: remote_ip, cidrs: [203.0.113.0/24]}')].join('---\n') });
     const { code, stdout } = await cli('render', '--output', 'json', dir);

@@ -82,7 +82,7 @@ describe('admission webhooks through a real kube-apiserver', () => {
     const caFile = path.join(hook.certDir, 'ca.crt');
     await writeFile(caFile, hook.ca.cert);
     let yaml = '';
-    const code = await webhookConfigCommand(['--url', hook.url, '--ca-bundle-file', caFile, '--timeout-seconds', '5', '--controller-user', CONTROLLER_USER], { stdout: (t) => (yaml += t), stderr: (t) => (yaml += t) });
+    const code = await webhookConfigCommand(['--url', hook.url, '--ca-bundle-file', caFile, '--timeout-seconds', '5', '--controller-username', CONTROLLER_USER], { stdout: (t) => (yaml += t), stderr: (t) => (yaml += t) });
     expect(code, yaml).toBe(0);
     const registrations = parseAllDocuments(yaml).map((d) => d.toJS() as { kind: string; webhooks: Record<string, unknown>[] });
     expect(registrations.map((r) => r.kind)).toEqual(['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration']);
