@@ -165,6 +165,10 @@ export async function explainCommand(argv: readonly string[], io: CommandIO): Pr
     );
     return 2;
   }
+  if (!model.shoots.has(a.shoot)) {
+    io.stderr(`gardener-acl explain: no Cluster or Extension of ${a.shoot} in ${a.kubeconfig ? 'the seed' : 'the objects given'}; check the technical ID (shoot--<project>--<name>, the shoot namespace on the seed)\n`);
+    return 2;
+  }
   const legacyChains: LegacyChain[] = model.legacyFilters.flatMap((f) =>
     findLegacyChains(f, model.seed?.operator.legacyProxyPort ?? 0).map((c) => ({ namespace: f.metadata.namespace, envoyFilter: `${f.metadata.namespace}/${f.metadata.name}`, technicalID: c.technicalID })),
   );

@@ -47,7 +47,22 @@ function isReadKind(kind: string): kind is ReadKind {
   return Object.hasOwn(SCHEMAS, kind);
 }
 
-/** Sorts decoded documents into the inventory; objects of other kinds are ignored. */
+/**
+ * Kinds a seed directory may hold that the extension does not read, and why (a user who gives one
+ * expects it to matter). Any other unread kind is named as a possible typo.
+ */
+const UNREAD_KINDS: Readonly<Record<string, string>> = {
+  Shoot: 'a Shoot (core.gardener.cloud) lives in the garden: on a seed its ACL is the Extension acl in the shoot namespace, with the Cluster; the Shoot webhook checks a Shoot\'s providerConfig',
+  Namespace: '',
+  Secret: '',
+  VirtualService: '',
+  DestinationRule: '',
+  Pod: '',
+  NetworkPolicy: '',
+  ManagedResource: '',
+};
+
+/** Sorts decoded documents into the inventory; objects of other kinds are named in a warning, not read. */
 export function classifyObjects(objects: readonly SourcedObject[]): ClassifiedObjects {
   const problems: Problem[] = [];
   const buckets: { [K in ReadKind]: z.output<(typeof SCHEMAS)[K]>[] } = {
@@ -66,7 +81,17 @@ export function classifyObjects(objects: readonly SourcedObject[]): ClassifiedOb
       continue;
     }
     const { kind, metadata } = meta.data;
-    if (!isReadKind(kind)) continue;
+    if (!isReadKind(kind)) {
+      const why = UNREAD_KINDS[kind];
+      if (why !== '') {
+        problems.push({
+          severity: 'warning',
+          object: `${source}: ${objectRef(kind, metadata.namespace, metadata.name)}`,
+          message: why ?? `kind ${JSON.stringify(kind)} is not read (gardener-acl reads ${[...Object.keys(SCHEMAS), 'OperatorConfiguration'].join(', ')}); check the spelling`,
+        });
+      }
+      continue;
+    }
     const ref = objectRef(kind, metadata.namespace, metadata.name);
     const duplicate = seen.get(ref);
     if (duplicate) {

@@ -29,12 +29,15 @@ export interface SeedModel {
   readonly seed: SeedAcl | undefined;
   readonly legacyFilters: readonly EnvoyFilterObject[];
   readonly problems: readonly Problem[];
+  /** Technical IDs of the shoots the objects hold a Cluster or an Extension of (with an ACL or not). */
+  readonly shoots: ReadonlySet<string>;
 }
 
 /** Objects in, ACL model out: the part `render` and `explain` share. `operator` overrides an OperatorConfiguration found among the objects. */
 export function seedModelFromObjects(objects: readonly SourcedObject[], operator?: OperatorConfig): SeedModel {
   const classified = classifyObjects(objects);
   const problems: Problem[] = [...classified.problems];
+  const shoots = new Set([...classified.inventory.clusters.map((c) => c.metadata.name), ...classified.inventory.extensions.map((e) => e.metadata.namespace)]);
   let config = operator;
   if (!config) {
     if (classified.operatorConfigs.length > 1) {
@@ -44,7 +47,7 @@ export function seedModelFromObjects(objects: readonly SourcedObject[], operator
     const parsed = parseOperatorConfig(raw?.object);
     if (!parsed.ok) {
       problems.push({ severity: 'error', object: `${raw?.source ?? 'operator configuration'}: OperatorConfiguration`, message: formatFieldErrors(parsed.errors) });
-      return { seed: undefined, legacyFilters: [], problems };
+      return { seed: undefined, legacyFilters: [], problems, shoots };
     }
     config = parsed.config;
   }
@@ -56,7 +59,7 @@ export function seedModelFromObjects(objects: readonly SourcedObject[], operator
   const legacyFilters = [...classified.envoyFilters]
     .filter((f) => f.metadata.name.startsWith('shoot-'))
     .sort((a, b) => a.metadata.namespace.localeCompare(b.metadata.namespace) || a.metadata.name.localeCompare(b.metadata.name));
-  return { seed, legacyFilters, problems };
+  return { seed, legacyFilters, problems, shoots };
 }
 
 /** A render whose objects are produced one at a time. */

@@ -78,6 +78,11 @@ describe('gardener-acl explain with bad input', () => {
     expect((await run(['--shoot', 'shoot--team--prod', '--client', '203.0.113.5', '--path', 'api', dir])).code).toBe(0);
   });
 
+  it('a shoot the objects do not hold is exit 2, not an admission on every path', async () => {
+    const result = await run(['--shoot', 'shoot--me--test', '--client', '203.0.113.5']);
+    expect(result).toEqual({ code: 2, out: '', err: 'gardener-acl explain: no Cluster or Extension of shoot--me--test in the objects given; check the technical ID (shoot--<project>--<name>, the shoot namespace on the seed)\n' });
+  });
+
   it('a missing path or operator configuration is exit 2', async () => {
     expect((await run(['--shoot', 'shoot--team--prod', '--client', '10.0.0.1', '/nonexistent'])).code).toBe(2);
     const config = await run(['--shoot', 'shoot--team--prod', '--client', '10.0.0.1', '--config', path.join(EMBEDDED_EXAMPLE, 'shoot--team--prod.yaml')]);

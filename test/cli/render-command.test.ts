@@ -72,6 +72,17 @@ describe('gardener-acl render', () => {
     expect(refused.stderr).toContain(`error: --config ${path.join(empty, 'op.yaml')}: no OperatorConfiguration in it`);
   });
 
+  it('objects it does not read are named: a Shoot manifest (with where its ACL lives on a seed) and a misspelt kind', async () => {
+    const dir = await seedDir({
+      'shoot.yaml': 'apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata: {name: test, namespace: garden-me}\nspec: {}\n',
+      'typo.yaml': 'apiVersion: extensions.gardener.cloud/v1alpha1\nkind: Extention\nmetadata: {name: acl, namespace: shoot--p--a}\n',
+    });
+    const { code, stderr } = await cli('render', dir);
+    expect(code).toBe(0);
+    expect(stderr).toContain(`warning: ${path.join(dir, 'shoot.yaml')} (document 1): Shoot garden-me/test: a Shoot (core.gardener.cloud) lives in the garden: on a seed its ACL is the Extension acl in the shoot namespace, with the Cluster; the Shoot webhook checks a Shoot's providerConfig`);
+    expect(stderr).toContain('Extention shoot--p--a/acl: kind "Extention" is not read (gardener-acl reads Cluster, Extension, Infrastructure, Gateway, Deployment, Service, ConfigMap, EnvoyFilter, OperatorConfiguration); check the spelling');
+  });
+
   it('prints a JSON List with --output json', async () => {
     const dir = await seedDir({ 'seed.yaml': [CLUSTER, GATEWAY, extension('{action: ALLOW, type: remote_ip, cidrs: [203.0.113.0/24]}')].join('---\n') });
     const { code, stdout } = await cli('render', '--output', 'json', dir);
