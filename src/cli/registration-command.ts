@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { packChart } from '../registration/chart-archive.js';
-import { controllerDeployment, controllerRegistration, operatorExtension, type HelmValues } from '../registration/registration-objects.js';
+import { controllerDeployment, controllerRegistration, mergeValues, operatorExtension, type HelmValues } from '../registration/registration-objects.js';
 import { toYamlDocuments } from '../render/yaml-documents.js';
 import { argsUsageError, parseCommandArgs } from './command-args.js';
 import type { CommandIO } from './render-command.js';
@@ -32,8 +32,8 @@ charts pushed to an OCI registry.
 
   --name NAME                     object names (default acl)
   --chart DIR                     seed chart directory (default: charts/gardener-acl of this installation)
-  --image-repository REPO         image.repository value
-  --image-tag TAG                 image.tag value
+  --image-repository REPO         image.repository value (with --operator: of the admission chart too)
+  --image-tag TAG                 image.tag value (with --operator: of the admission chart too)
   --values FILE                   YAML map of further chart values (merged under the flags above)
   --policy POLICY                 OnDemand|Always|AlwaysExceptNoShoots (default OnDemand)
   --output yaml|json              (default yaml)
@@ -41,6 +41,8 @@ charts pushed to an OCI registry.
   --chart-ref REF                 --operator: OCI ref of the seed chart
   --admission-chart-ref REF       --operator: OCI ref of the admission chart
   --admission-namespace NS        --operator: runtime namespace of the admission server (default garden)
+  --admission-values FILE         --operator: YAML map of admission chart values (the image flags
+                                  above and the registration/TLS values are merged over it)
   --admission-ca-bundle FILE      --operator: PEM CA of an existing admission TLS Secret (e.g. from
                                   cert-manager); without it the admission server keeps its own
                                   certificates and registration (webhook.tls.mode managed)
@@ -64,6 +66,7 @@ const argsSchema = z
     'chart-ref': ociRef.optional(),
     'admission-chart-ref': ociRef.optional(),
     'admission-namespace': dnsLabel,
+    'admission-values': z.string().optional(),
     'admission-ca-bundle': z.string().optional(),
     'admission-tls-secret': dnsLabel,
   })
@@ -81,30 +84,18 @@ const argsSchema = z
 
 const valuesFileSchema = z.record(z.string(), z.unknown(), { error: 'must be a YAML map of chart values' });
 
-function isMap(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
-/** Helm-style merge: maps merge key by key, anything else is replaced. */
-function mergeValues(base: HelmValues, over: HelmValues): HelmValues {
-  const out: HelmValues = { ...base };
-  for (const [k, v] of Object.entries(over)) {
-    const current = out[k];
-    out[k] = isMap(current) && isMap(v) ? mergeValues(current, v) : v;
-  }
-  return out;
-}
 
-async function readValuesFile(file: string | undefined): Promise<HelmValues | string> {
+async function readValuesFile(file: string | undefined, flag = '--values'): Promise<HelmValues | string> {
   if (file === undefined) return {};
   let raw: unknown;
   try {
     raw = parseYaml(await readFile(file, 'utf8'));
   } catch (error) {
-    return `--values: ${file}: ${(error as Error).message}`;
+    return `${flag}: ${file}: ${(error as Error).message}`;
   }
   const parsed = valuesFileSchema.safeParse(raw ?? {});
-  return parsed.success ? parsed.data : `--values: ${file}: ${parsed.error.issues[0]?.message ?? 'invalid'}`;
+  return parsed.success ? parsed.data : `${flag}: ${file}: ${parsed.error.issues[0]?.message ?? 'invalid'}`;
 }
 
 async function readPem(file: string): Promise<string | { error: string }> {
@@ -129,6 +120,7 @@ export async function registrationCommand(argv: readonly string[], io: CommandIO
     'chart-ref': { type: 'string' },
     'admission-chart-ref': { type: 'string' },
     'admission-namespace': { type: 'string', default: 'garden' },
+    'admission-values': { type: 'string' },
     'admission-ca-bundle': { type: 'string' },
     'admission-tls-secret': { type: 'string', default: 'gardener-acl-admission-tls' },
   });
@@ -153,11 +145,19 @@ export async function registrationCommand(argv: readonly string[], io: CommandIO
       io.stderr(`${ca.error}\n`);
       return 2;
     }
+    const admissionFile = await readValuesFile(a['admission-values'], '--admission-values');
+    if (typeof admissionFile === 'string') {
+      io.stderr(`${admissionFile}\n`);
+      return 2;
+    }
+    // The admission server runs the same image: a private registry must reach both charts.
+    const admissionValues = Object.keys(image).length > 0 ? mergeValues(admissionFile, { image }) : admissionFile;
     objects = [
       operatorExtension({
         name: a.name,
         policy: a.policy,
         values,
+        admissionValues,
         chartRef: a['chart-ref'] ?? '',
         admissionChartRef: a['admission-chart-ref'] ?? '',
         admissionNamespace: a['admission-namespace'],

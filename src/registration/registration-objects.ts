@@ -60,6 +60,8 @@ export interface OperatorExtensionOptions {
   readonly admissionChartRef: string;
   /** Namespace of the admission server in the runtime cluster (gardener-operator's: garden). */
   readonly admissionNamespace: string;
+  /** Values of the admission chart (image, replicas, ...); the registration and TLS values are merged over them. */
+  readonly admissionValues?: HelmValues;
   /** An existing TLS Secret and its CA (mode secret); without it the server manages its certificates. */
   readonly admissionTls?: { readonly caBundle: string; readonly secretName: string };
 }
@@ -86,9 +88,23 @@ export function operatorExtension(o: OperatorExtensionOptions): Record<string, u
         admission: {
           runtimeCluster: { helm: { ociRepository: { ref: o.admissionChartRef } } },
           virtualCluster: { helm: { ociRepository: { ref: o.admissionChartRef } } },
-          values: { webhook: { registration: { url: `https://gardener-acl-admission.${o.admissionNamespace}.svc` }, tls } },
+          values: mergeValues(o.admissionValues ?? {}, { webhook: { registration: { url: `https://gardener-acl-admission.${o.admissionNamespace}.svc` }, tls } }),
         },
       },
     },
   };
+}
+
+function isMap(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Helm-style merge: maps merge key by key, anything else is replaced. */
+export function mergeValues(base: HelmValues, over: HelmValues): HelmValues {
+  const out: HelmValues = { ...base };
+  for (const [k, v] of Object.entries(over)) {
+    const current = out[k];
+    out[k] = isMap(current) && isMap(v) ? mergeValues(current, v) : v;
+  }
+  return out;
 }

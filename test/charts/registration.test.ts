@@ -100,6 +100,22 @@ describe('gardener-acl registration', () => {
     expect(ext?.spec.deployment.admission.values).toEqual({ webhook: { registration: { url: 'https://gardener-acl-admission.garden.svc' }, tls: { mode: 'managed' } } });
   });
 
+  it('--operator with a private registry: the image flags reach the admission chart too, and --admission-values carries its other values', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'acl-registration-'));
+    const file = path.join(dir, 'admission.yaml');
+    await writeFile(file, 'replicas: 3\nimage: {pullPolicy: Always}\nwebhook: {registration: {url: https://ignored.example}}\n');
+    const result = await registration(['--operator', '--chart-ref', 'ghcr.io/org/charts/gardener-acl:0.1.0', '--admission-chart-ref', 'ghcr.io/org/charts/gardener-acl-admission:0.1.0', '--image-repository', 'registry.internal/acl/gardener-acl', '--image-tag', '0.2.0', '--admission-values', file]);
+    expect(result.code).toBe(0);
+    const [ext] = parseAllDocuments(result.stdout).map((d) => d.toJS() as { spec: { deployment: { extension: { values: unknown }; admission: { values: unknown } } } });
+    expect(ext?.spec.deployment.extension.values).toMatchObject({ image: { repository: 'registry.internal/acl/gardener-acl', tag: '0.2.0' } });
+    // The registration URL and TLS mode are the command's: a values file cannot point the API server elsewhere.
+    expect(ext?.spec.deployment.admission.values).toEqual({
+      replicas: 3,
+      image: { pullPolicy: 'Always', repository: 'registry.internal/acl/gardener-acl', tag: '0.2.0' },
+      webhook: { registration: { url: 'https://gardener-acl-admission.garden.svc' }, tls: { mode: 'managed' } },
+    });
+  });
+
   it.each([
     [['--policy', 'Sometimes'], '--policy: must be OnDemand, Always or AlwaysExceptNoShoots'],
     [['--name', 'ACL'], '--name: must be a lower-case DNS label'],
