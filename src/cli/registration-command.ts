@@ -6,6 +6,7 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { packChart } from '../registration/chart-archive.js';
 import { controllerDeployment, controllerRegistration, mergeValues, operatorExtension, type HelmValues } from '../registration/registration-objects.js';
+import { readValuesSchema, valuesSchemaErrors } from '../registration/values-schema.js';
 import { toYamlDocuments } from '../render/yaml-documents.js';
 import { argsUsageError, parseCommandArgs } from './command-args.js';
 import type { CommandIO } from './render-command.js';
@@ -20,6 +21,24 @@ export function defaultChartDir(start = path.dirname(fileURLToPath(import.meta.u
     if (existsSync(path.join(candidate, 'Chart.yaml'))) return candidate;
     if (path.dirname(dir) === dir) return path.join(start, 'charts', 'gardener-acl');
   }
+}
+
+/**
+ * What the chart's values.schema.json refuses in `values` over the chart's own values.yaml (as
+ * Helm merges them before it checks), one line each, or undefined.
+ */
+async function chartValuesProblems(chartDir: string, values: HelmValues, what: string): Promise<string | undefined> {
+  const schema = await readValuesSchema(chartDir);
+  if (typeof schema === 'string') return `cannot check ${what}: ${schema}\n`;
+  let defaults: unknown;
+  try {
+    defaults = parseYaml(await readFile(path.join(chartDir, 'values.yaml'), 'utf8'));
+  } catch (error) {
+    return `cannot check ${what}: ${(error as Error).message}\n`;
+  }
+  const errors = valuesSchemaErrors(mergeValues(valuesFileSchema.safeParse(defaults ?? {}).data ?? {}, values), schema);
+  if (errors.length === 0) return undefined;
+  return `${what}: ${errors.length} value(s) the chart ${path.basename(chartDir)} refuses (values.schema.json):\n${errors.map((e) => `  ${e}\n`).join('')}`;
 }
 
 export const REGISTRATION_USAGE = `usage: gardener-acl registration [options]
@@ -137,9 +156,16 @@ export async function registrationCommand(argv: readonly string[], io: CommandIO
   if (a['image-repository']) image.repository = a['image-repository'];
   if (a['image-tag']) image.tag = a['image-tag'];
   const values = Object.keys(image).length > 0 ? mergeValues(fileValues, { image }) : fileValues;
+  // The seed chart's own schema, now: a bad value would otherwise fail gardenlet's render on every seed.
+  const checkSeedValues = async (chartDir: string): Promise<boolean> => {
+    const refused = await chartValuesProblems(chartDir, values, a.values ? `--values ${a.values}` : 'the values');
+    if (refused !== undefined) io.stderr(refused);
+    return refused === undefined;
+  };
 
   let objects: Record<string, unknown>[];
   if (a.operator) {
+    if (!(await checkSeedValues(defaultChartDir()))) return 2;
     const ca = a['admission-ca-bundle'] === undefined ? undefined : await readPem(a['admission-ca-bundle']);
     if (ca !== undefined && typeof ca !== 'string') {
       io.stderr(`${ca.error}\n`);
@@ -152,6 +178,11 @@ export async function registrationCommand(argv: readonly string[], io: CommandIO
     }
     // The admission server runs the same image: a private registry must reach both charts.
     const admissionValues = Object.keys(image).length > 0 ? mergeValues(admissionFile, { image }) : admissionFile;
+    const admissionRefused = await chartValuesProblems(path.join(path.dirname(defaultChartDir()), 'gardener-acl-admission'), admissionValues, a['admission-values'] ? `--admission-values ${a['admission-values']}` : 'the admission values');
+    if (admissionRefused !== undefined) {
+      io.stderr(admissionRefused);
+      return 2;
+    }
     objects = [
       operatorExtension({
         name: a.name,
@@ -172,6 +203,7 @@ export async function registrationCommand(argv: readonly string[], io: CommandIO
       io.stderr(`--chart: cannot pack ${a.chart}: ${(error as Error).message}\n`);
       return 2;
     }
+    if (!(await checkSeedValues(a.chart))) return 2;
     const options = { name: a.name, chartArchive, values, policy: a.policy };
     objects = [controllerRegistration(options), controllerDeployment(options)];
   }

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { registrationCommand } from '../../src/cli/registration-command.js';
 import { chartFiles } from '../../src/registration/chart-archive.js';
+import { readValuesSchema } from '../../src/registration/values-schema.js';
 import { SEED_CHART, helm } from './helm.js';
 
 const run = promisify(execFile);
@@ -73,6 +74,38 @@ describe('gardener-acl registration', () => {
     const list = JSON.parse(result.stdout) as { items: Objects };
     expect(list.items[1]?.helm?.values).toEqual({ config: { maxCIDRs: 100 }, image: { pullPolicy: 'Always', tag: '1.0.0' } });
     expect(list.items[0]?.spec?.deployment).toMatchObject({ policy: 'Always' });
+  });
+
+  it('values the seed chart would refuse are refused now, each named (not later at gardenlet’s render on every seed)', async () => {
+    const values = path.join(dir, 'bad-values.yaml');
+    await writeFile(values, 'replicas: "two"\nconfig: {maxCIDRs: 5000, combinedForm: fancy}\nbogus: 1\n');
+    const result = await registration(['--values', values]);
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toBe(
+      `--values ${values}: 4 value(s) the chart gardener-acl refuses (values.schema.json):\n` +
+        '  replicas: must be integer, not string "two"\n' +
+        '  config.maxCIDRs: must be at most 1000, not 5000\n' +
+        '  config.combinedForm: must be one of "rules", "matcher", "ecds", not "fancy"\n' +
+        '  bogus: not a value of the chart; check the spelling (values.schema.json lists them)\n',
+    );
+    // Helm agrees on every one of them.
+    const helmSays = await helm(['template', 'x', SEED_CHART, '-f', values]);
+    expect(helmSays.code).not.toBe(0);
+    for (const field of ['replicas', 'maxCIDRs', 'combinedForm', 'bogus']) expect(helmSays.stderr).toContain(field);
+    // And the admission chart's values, with --operator.
+    const admission = path.join(dir, 'bad-admission.yaml');
+    await writeFile(admission, 'replicas: 0\n');
+    const op = await registration(['--operator', '--chart-ref', 'ghcr.io/org/charts/gardener-acl:0.1.0', '--admission-chart-ref', 'ghcr.io/org/charts/gardener-acl-admission:0.1.0', '--admission-values', admission]);
+    expect(op.code).toBe(2);
+    expect(op.stderr).toMatch(new RegExp(`^--admission-values ${admission.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: 1 value\\(s\\) the chart gardener-acl-admission refuses \\(values\\.schema\\.json\\):\\n  replicas: must be at least 1, not 0\\n$`));
+  });
+
+  it('the check understands every keyword of both charts’ schemas (so it never passes what Helm refuses)', async () => {
+    for (const chart of ['gardener-acl', 'gardener-acl-admission']) {
+      const schema = await readValuesSchema(path.join(path.dirname(SEED_CHART), chart));
+      expect(typeof schema, String(schema)).toBe('object');
+    }
   });
 
   it('--operator prints a gardener-operator Extension with both admission renders', async () => {
