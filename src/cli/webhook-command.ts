@@ -10,7 +10,7 @@ import { stringify as stringifyYaml } from 'yaml';
 import { z } from 'zod';
 import { InformerCacheSource } from '../webhook/informer-cache-source.js';
 import { WebhookCertificateManager } from '../webhook/certificate-manager.js';
-import { selfSignedCertificates, serviceDnsNames, writeKeyPair, type KeyPair } from '../webhook/serving-certs.js';
+import { CERT_FILE, KEY_FILE, readKeyPair, selfSignedCertificates, serviceDnsNames, writeKeyPair, type KeyPair } from '../webhook/serving-certs.js';
 import { servingNames } from '../webhook/serving-names.js';
 import { startWebhookApp, type CertificateSource } from '../webhook/webhook-app.js';
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration, type ClientTarget } from '../webhook/webhook-configuration.js';
@@ -210,22 +210,43 @@ export async function webhookCommand(argv: readonly string[], io: CommandIO): Pr
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
+  // Certificates mounted into --cert-dir must be there at start: say so, with the other ways.
+  if (!a['self-signed'] && !a['certificates-namespace']) {
+    try {
+      await readKeyPair(a['cert-dir']);
+    } catch (error) {
+      io.stderr(
+        `--cert-dir ${a['cert-dir']}: no usable ${CERT_FILE} and ${KEY_FILE} (${(error as Error).message.split('\n')[0] ?? ''}); mount the serving Secret there, ` +
+          `or give --certificates-namespace NS (the server keeps its own certificates) or --self-signed (development)\n`,
+      );
+      return 2;
+    }
+  }
   let cache: InformerCacheSource | undefined;
   if (a.webhooks.includes('envoyfilter')) {
     cache = new InformerCacheSource(loadKubeConfig(a.kubeconfig), logger);
   }
   const certificates = a['certificates-namespace'] ? await managedCertificates(a, a['certificates-namespace'], logger) : undefined;
-  const app = await startWebhookApp({
-    operator,
-    cache,
-    validateShoots: a.webhooks.includes('shoot'),
-    ...(a['controller-username'] ? { controllerUsername: a['controller-username'] } : {}),
-    certificates: await certificateSource(a),
-    host: a.host,
-    port: a.port,
-    logger,
-    registry,
-  });
+  let app: Awaited<ReturnType<typeof startWebhookApp>>;
+  try {
+    app = await startWebhookApp({
+      operator,
+      cache,
+      validateShoots: a.webhooks.includes('shoot'),
+      ...(a['controller-username'] ? { controllerUsername: a['controller-username'] } : {}),
+      certificates: await certificateSource(a),
+      host: a.host,
+      port: a.port,
+      logger,
+      registry,
+    });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
+    io.stderr(`--port ${a.port}: another process listens on ${a.host}:${a.port}; stop it or choose another port with --port\n`);
+    certificates?.stop();
+    await cache?.stop();
+    return 2;
+  }
   // A rollout must reject no admission call (failurePolicy Fail): on SIGTERM readiness goes first
   // and the server keeps answering while the endpoint is taken out of the Service; then the
   // listener closes, letting requests in flight finish.
