@@ -221,7 +221,9 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
 
   // Order: stop taking work, let what is in flight finish (bounded), only then release the
   // lease, so that no write of ours lands after a successor's first write.
+  let shuttingDown = false;
   async function shutdown(code: number): Promise<void> {
+    shuttingDown = true;
     logger.info('shutting down');
     heartbeat.stop();
     certificates?.stop();
@@ -246,7 +248,13 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
   process.once('SIGTERM', () => void shutdown(0));
   process.once('SIGINT', () => void shutdown(0));
 
-  await controller.startCaches();
+  try {
+    await controller.startCaches();
+  } catch (error) {
+    // A signal before the first lists completed stops the caches: shutdown() ends the process.
+    if (shuttingDown) return new Promise<number>(() => undefined);
+    throw error;
+  }
   logger.info({ combinedForm: operator.config.combinedForm, protectedPorts: operator.config.protectedPorts, protectedHeaders: operator.config.protectedHeaders }, 'caches synced');
   if (elector) await elector.run();
   else {

@@ -1,5 +1,6 @@
 // `gardener-acl controller` refuses bad flags and configuration with exit code 2 and says why.
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -60,6 +61,33 @@ describe('gardener-acl controller input errors', () => {
     const nothing = await controllerWithEnv({ ...env, HOME: dir });
     expect(nothing).toEqual({ code: 2, stderr: `no kubeconfig: not in a cluster, and neither --kubeconfig, $KUBECONFIG nor ${path.join(dir, '.kube', 'config')} is there; ${fix}\n` });
   });
+
+  it('SIGTERM before the first list completed: a clean exit 0, no internal error', async () => {
+    // An API server that accepts connections and never answers: the caches never list.
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => void sockets.add(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const dir = await mkdtemp(path.join(tmpdir(), 'gardener-acl-sigterm-'));
+    const kubeconfig = path.join(dir, 'kubeconfig');
+    const server = `https://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    await writeFile(kubeconfig, `apiVersion: v1\nkind: Config\nclusters: [{name: s, cluster: {server: '${server}', insecure-skip-tls-verify: true}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: s, context: {cluster: s, user: u}}]\ncurrent-context: s\n`);
+    try {
+      const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli/main.ts'), 'controller', '--kubeconfig', kubeconfig, '--leader-elect', 'false', '--probe-port', '0'], { cwd: ROOT });
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      let stdout = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      // Give it time to start listing (tsx start-up included), then stop it.
+      for (let i = 0; i < 150 && !stdout.includes('gardener-acl-controller'); i++) await new Promise((r) => setTimeout(r, 100));
+      child.kill('SIGTERM');
+      const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+      expect(stderr).not.toContain('internal error');
+      expect(code).toBe(0);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+  }, 60_000);
 
   it('names the file and field of an invalid OperatorConfiguration', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'gardener-acl-controller-'));
