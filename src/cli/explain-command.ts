@@ -1,5 +1,8 @@
 import { z } from 'zod';
+import { formatCidr } from '../acl/cidr.js';
 import { parseOperatorConfig } from '../acl/operator-config.js';
+import { parseProviderConfig } from '../acl/provider-config.js';
+import { appliedFromState } from '../actuator/applied-state.js';
 import { parseTechnicalID } from '../acl/shoot-identity.js';
 import { EXPLAIN_PATHS, explainShoot, parseClientAddress, type Explanation, type LegacyChain } from '../explain/explain-acl.js';
 import type { SourcedObject } from '../gardener/inventory.js';
@@ -125,7 +128,7 @@ export async function explainCommand(argv: readonly string[], io: CommandIO): Pr
   const problems: Problem[] = [];
   if (a.kubeconfig) {
     try {
-      objects = await liveObjects(a.kubeconfig);
+      objects = appliedInsteadOfWritten(await liveObjects(a.kubeconfig), a.shoot, io);
     } catch (error) {
       io.stderr(`gardener-acl explain: cannot read the seed: ${describeError(error)}\n`);
       return 2;
@@ -184,6 +187,28 @@ export async function explainCommand(argv: readonly string[], io: CommandIO): Pr
   io.stdout(a.output === 'json' ? `${JSON.stringify(explanation, null, 2)}\n` : formatText(explanation));
   if (explanation.verdicts.some((v) => v.verdict === 'refused')) return 1;
   return explanation.verdicts.some((v) => v.enforceWouldRefuse === true) ? 3 : 0;
+}
+
+/**
+ * On a live seed Envoy enforces the ACL the controller applied (Extension status.state), which
+ * differs from the written providerConfig while a change is pending, refused or unplaced: each
+ * Extension with a recorded ACL is explained with it, and the asked shoot's difference is said.
+ */
+function appliedInsteadOfWritten(objects: readonly SourcedObject[], shoot: string, io: CommandIO): SourcedObject[] {
+  return objects.map((sourced) => {
+    const object = sourced.object as { kind?: unknown; metadata?: { namespace?: string }; spec?: { providerConfig?: unknown }; status?: { state?: unknown } } | null;
+    if (object?.kind !== 'Extension') return sourced;
+    const namespace = object.metadata?.namespace ?? '';
+    const applied = appliedFromState(namespace, object.status?.state);
+    if (!applied) return sourced;
+    const rule = { action: applied.rule.action, type: applied.rule.type, cidrs: applied.rule.cidrs.map(formatCidr), mode: applied.rule.mode };
+    const written = parseProviderConfig(object.spec?.providerConfig, Number.MAX_SAFE_INTEGER, 'spec.providerConfig');
+    const same = written.ok && JSON.stringify({ ...written.rule, cidrs: written.rule.cidrs.map(formatCidr) }) === JSON.stringify(rule);
+    if (!same && namespace === shoot) {
+      io.stderr(`note: ${shoot}: the Extension's providerConfig is not what the controller applied (a change pending or refused); explaining the applied ACL, ${rule.action} ${rule.type} [${rule.cidrs.join(', ')}]${rule.mode === 'audit' ? ' (audit)' : ''}, which is what the gateways enforce\n`);
+    }
+    return { ...sourced, object: { ...object, spec: { ...object.spec, providerConfig: { rule } } } };
+  });
 }
 
 /**

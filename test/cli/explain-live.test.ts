@@ -67,6 +67,25 @@ describe('gardener-acl explain on a live seed (real kube-apiserver)', () => {
     expect(refusals).toBeGreaterThan(5);
   });
 
+  it('explains the ACL the controller applied (status.state), which Envoy enforces, and says when the written providerConfig differs', async () => {
+    const ext = { apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension', name: 'acl', namespace: 'shoot--team--prod' };
+    await patchStatus(cp.kubeConfig, ext, {
+      state: { gatewayNamespaces: ['istio-ingress'], applied: { rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['192.0.2.128/25', '2001:db8:100::/48'], mode: 'enforce' }, alwaysAllowed: [], legacyProxyAllowed: [] } },
+    });
+    try {
+      const live = (client: string) => run(['--shoot', 'shoot--team--prod', '--client', client, '--path', 'api', '--kubeconfig', cp.kubeconfigPath, '--config', OPERATOR_CONFIG]);
+      const applied = await live('192.0.2.200');
+      expect(applied.code).toBe(0);
+      expect(applied.err).toBe(
+        "note: shoot--team--prod: the Extension's providerConfig is not what the controller applied (a change pending or refused); explaining the applied ACL, ALLOW remote_ip [192.0.2.128/25, 2001:db8:100::/48], which is what the gateways enforce\n",
+      );
+      // The written range is not in force yet: refused.
+      expect((await live('203.0.113.9')).code).toBe(1);
+    } finally {
+      await patchStatus(cp.kubeConfig, ext, { state: null });
+    }
+  });
+
   it('an unreachable seed is a clear error, not a crash', async () => {
     const result = await run(['--shoot', 'shoot--team--prod', '--client', '10.0.0.1', '--kubeconfig', path.join(EMBEDDED_EXAMPLE, 'no-such-kubeconfig')]);
     expect(result.code).toBe(2);
