@@ -70,7 +70,10 @@ charts pushed to an OCI registry.
 Exit codes: 0 ok, 2 invalid input.`;
 
 const dnsLabel = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, { error: 'must be a lower-case DNS label' }).max(63);
-const ociRef = z.string().regex(/^[a-z0-9.-]+(:[0-9]+)?\/[^\s:@]+(:[\w.-]+|@sha256:[a-f0-9]{64})$/, { error: 'must be an OCI reference with a tag or digest, e.g. ghcr.io/org/charts/gardener-acl:0.1.0' });
+const ociRef = z
+  .string()
+  .refine((ref) => !ref.startsWith('oci://'), { abort: true, error: (issue) => `${JSON.stringify(issue.input)}: drop the oci:// scheme; gardener-operator's ociRepository.ref is registry/repository:tag, e.g. ghcr.io/org/charts/gardener-acl:0.1.0` })
+  .regex(/^[a-z0-9.-]+(:[0-9]+)?\/[^\s:@]+(:[\w.-]+|@sha256:[a-f0-9]{64})$/, { error: 'must be an OCI reference with a tag or digest, e.g. ghcr.io/org/charts/gardener-acl:0.1.0' });
 
 const argsSchema = z
   .object({

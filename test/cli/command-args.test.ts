@@ -73,6 +73,7 @@ describe('argsUsageError', () => {
 describe('commands built on it', () => {
   it.each([
     ['registration', registrationCommand, REGISTRATION_USAGE, ['--policy', 'Sometimes'], '--policy: must be OnDemand, Always or AlwaysExceptNoShoots'],
+    ['registration', registrationCommand, REGISTRATION_USAGE, ['--operator', '--chart-ref', 'oci://ghcr.io/org/charts/gardener-acl:0.1.0', '--admission-chart-ref', 'ghcr.io/org/charts/a:1'], '--chart-ref: "oci://ghcr.io/org/charts/gardener-acl:0.1.0": drop the oci:// scheme; gardener-operator\'s ociRepository.ref is registry/repository:tag, e.g. ghcr.io/org/charts/gardener-acl:0.1.0'],
     ['webhook-config', webhookConfigCommand, WEBHOOK_CONFIG_USAGE, ['--ca-bundle-file', 'ca.pem'], 'give exactly one of --url and --service'],
     ['webhook-config', webhookConfigCommand, WEBHOOK_CONFIG_USAGE, ['--ca-bundle-file', 'ca.pem', '--service', 'a.b:99999'], '--service: "a.b:99999": port 99999 is not 1 to 65535'],
     ['webhook-config', webhookConfigCommand, WEBHOOK_CONFIG_USAGE, ['--ca-bundle-file', 'ca.pem', '--url', 'https://x', '--controller-user', 'a', '--controller-username', 'b'], '--controller-user and --controller-username name the same flag; give one'],
