@@ -57,6 +57,10 @@ Runs the extension controller for Extensions of type acl on a seed.
                                     the lease is released (default 30s)
   --log-level LEVEL                 trace|debug|info|warn|error (default info)
 
+  --no-seed-webhook                 the seed webhook is not installed: the leader deletes the
+                                    MutatingWebhookConfiguration gardener-acl an earlier install in
+                                    managed mode made (only one with the certificate manager's labels)
+
 Seed webhook certificates (the leader keeps them; off unless the namespace is given):
   --webhook-certificates-namespace NS  CA and serving certificate in Secrets gardener-acl-webhook-ca
                                     and gardener-acl-webhook-tls of NS (the webhook Pods mount the
@@ -74,6 +78,7 @@ const argsSchema = z.object({
   kubeconfig: z.string().optional(),
   config: z.string().optional(),
   'leader-elect': z.enum(['true', 'false'], { error: 'must be true or false' }).transform((v) => v === 'true'),
+  'no-seed-webhook': z.boolean(),
   'leader-election-namespace': z.string().min(1),
   'leader-election-id': z.string().min(1),
   'lease-duration': durationMs,
@@ -95,6 +100,9 @@ const argsSchema = z.object({
   'controller-username': z.string().min(1).optional(),
   'webhook-ca-validity': durationMs,
   'webhook-cert-validity': durationMs,
+}).refine((a) => !(a['no-seed-webhook'] && a['webhook-certificates-namespace']), {
+  error: '--no-seed-webhook and --webhook-certificates-namespace contradict each other: give one',
+  path: ['no-seed-webhook'],
 }).refine((a) => !a['webhook-certificates-namespace'] || (a['webhook-service'] === undefined) !== (a['webhook-url'] === undefined), {
   error: 'give exactly one of --webhook-service and --webhook-url with --webhook-certificates-namespace',
   path: ['webhook-certificates-namespace'],
@@ -105,6 +113,7 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
     kubeconfig: { type: 'string' },
     config: { type: 'string' },
     'leader-elect': { type: 'string', default: 'true' },
+    'no-seed-webhook': { type: 'boolean', default: false },
     'leader-election-namespace': { type: 'string', default: process.env.LEADER_ELECTION_NAMESPACE ?? 'garden' },
     'leader-election-id': { type: 'string', default: 'gardener-acl-leader-election' },
     'lease-duration': { type: 'string', default: '15s' },
@@ -196,7 +205,7 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
           controller.startWorkers();
           heartbeat.start();
           void certificates?.start();
-          if (!certificates) void retireWebhookConfiguration();
+          if (a['no-seed-webhook']) void retireWebhookConfiguration();
         },
         // Like controller-runtime: a replica that lost the lease exits rather than risk two writers.
         onStoppedLeading: (reason) => {
@@ -261,7 +270,7 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
     controller.startWorkers();
     heartbeat.start();
     void certificates?.start();
-    if (!certificates) void retireWebhookConfiguration();
+    if (a['no-seed-webhook']) void retireWebhookConfiguration();
   }
   // Runs until a signal or lost leadership ends the process.
   return new Promise<number>(() => undefined);

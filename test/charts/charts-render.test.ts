@@ -99,6 +99,8 @@ describe('seed chart rendering', () => {
       'controller', '--config=/etc/gardener-acl/config/config.yaml', '--leader-elect=true', '--leader-election-id=acl-leader',
       '--lease-duration=30s', '--renew-deadline=20s', '--retry-period=5s', '--probe-port=9090', '--workers=2',
       '--resync-period=5m', '--combined-min-interval=30s', '--graceful-shutdown-timeout=30s', '--log-level=debug',
+      // webhook.enabled false: the controller deletes what an earlier managed install registered.
+      '--no-seed-webhook',
     ]);
     const configYaml = (find(objects, 'ConfigMap').data as Record<string, string>)['config.yaml'] ?? '';
     const parsed = parseOperatorConfig(parseYaml(configYaml));

@@ -33,6 +33,7 @@ describe('gardener-acl controller input errors', () => {
     [['--leader-elect', 'maybe'], '--leader-elect: must be true or false'],
     [['--lease-duration', '1s', '--renew-deadline', '2s'], '--lease-duration must exceed --renew-deadline'],
     [['--frobnicate'], "Unknown option '--frobnicate'"],
+    [['--no-seed-webhook', '--webhook-certificates-namespace', 'garden', '--webhook-service', 'gardener-acl.garden'], '--no-seed-webhook and --webhook-certificates-namespace contradict each other: give one'],
   ])('%j', async (args, message) => {
     const { code, stderr } = await controller(...args);
     expect(code).toBe(2);
