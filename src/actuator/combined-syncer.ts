@@ -378,11 +378,6 @@ export class CombinedSyncer {
     return false;
   }
 
-  /** Gateway namespaces where the last sync's writes failed (and why), until a sync writes there again. */
-  refused(): ReadonlyMap<string, string> {
-    return this.refusedNamespaces;
-  }
-
   /**
    * Whether the STORED combined filters protect `shoot` exactly as recorded, on every gateway and
    * port: the `<namespace>:<port>` paths where they do not, and why the syncer cannot fix that

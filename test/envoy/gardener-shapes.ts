@@ -71,6 +71,13 @@ export const GARDENER_ERAS = {
 
 export type GardenerEra = keyof typeof GARDENER_ERAS;
 
+/** The era's CONNECT port that Gardener's logical port (e.g. GARDENER_PORT.httpProxy) maps to; throws when the era has none. */
+export function connectPortOf(era: GardenerEraShape, logicalPort: number): ConnectPortShape {
+  const port = era.connectPorts.find((candidate) => candidate.logicalPort === logicalPort);
+  if (port === undefined) throw new Error(`the era has no CONNECT port for logical port ${logicalPort}`);
+  return port;
+}
+
 export const TYPE_URL = {
   tcpProxy: 'type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy',
   httpConnectionManager: 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager',

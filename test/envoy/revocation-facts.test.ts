@@ -28,7 +28,7 @@ import { CONFORMANCE_ENVOY_VERSIONS, type EnvoyVersion } from './envoy-binary.js
 import { startEnvoy, type BoundAddress, type EnvoyInstance } from './envoy-process.js';
 import { FileXds, type XdsKind } from './file-xds.js';
 import { INTERNAL_LISTENER_EXTENSION, gatewayBootstrap, httpConnectListener, staticCluster, type GatewayListener } from './gardener-gateway.js';
-import { FILTER_NAME, GARDENER_ERAS, GARDENER_PORT, TYPE_URL, istioClusterName, type ConnectPortShape } from './gardener-shapes.js';
+import { FILTER_NAME, GARDENER_ERAS, GARDENER_PORT, TYPE_URL, connectPortOf, istioClusterName } from './gardener-shapes.js';
 import { HeldConnection, connectRequestBytes } from './held-connection.js';
 import type { JsonObject } from './json.js';
 
@@ -40,12 +40,7 @@ const CLUSTER_B = istioClusterName.kubeApiserver(SHOOT_B);
 const CLIENT = '127.0.0.7';
 
 const ERA = GARDENER_ERAS['v1.139-v1.147'];
-function httpProxyPort(): ConnectPortShape {
-  const port = ERA.connectPorts.find((candidate) => candidate.logicalPort === GARDENER_PORT.httpProxy);
-  if (port === undefined) throw new Error('the era has no http-proxy CONNECT port');
-  return port;
-}
-const CONNECT_PORT = httpProxyPort();
+const CONNECT_PORT = connectPortOf(ERA, GARDENER_PORT.httpProxy);
 const CONNECT_LISTENER: GatewayListener = httpConnectListener({ ...CONNECT_PORT, destinationRegex: ERA.destinationRegex });
 const CONNECT_LISTENER_NAME = `0.0.0.0_${GARDENER_PORT.httpProxy}`;
 

@@ -36,7 +36,7 @@ import { CONFORMANCE_ENVOY_VERSIONS, SEED_ENVOY_VERSION, type EnvoyVersion } fro
 import { startEnvoy, type BoundAddress, type EnvoyInstance } from './envoy-process.js';
 import { FileXds } from './file-xds.js';
 import { INTERNAL_LISTENER_EXTENSION, gatewayBootstrap, httpConnectListener, staticCluster } from './gardener-gateway.js';
-import { FILTER_NAME, GARDENER_ERAS, GARDENER_PORT, TYPE_URL, istioClusterName, type ConnectPortShape } from './gardener-shapes.js';
+import { FILTER_NAME, GARDENER_ERAS, GARDENER_PORT, TYPE_URL, connectPortOf, istioClusterName } from './gardener-shapes.js';
 import { HeldConnection, connectRequestBytes } from './held-connection.js';
 import type { JsonObject } from './json.js';
 
@@ -48,12 +48,7 @@ const VPN_B = istioClusterName.vpnSeedServer(SHOOT_B);
 const CLIENT = '127.0.0.7';
 
 const ERA = GARDENER_ERAS['v1.139-v1.147'];
-function httpProxyPort(): ConnectPortShape {
-  const port = ERA.connectPorts.find((candidate) => candidate.logicalPort === GARDENER_PORT.httpProxy);
-  if (port === undefined) throw new Error('the era has no http-proxy CONNECT port');
-  return port;
-}
-const CONNECT_PORT = httpProxyPort();
+const CONNECT_PORT = connectPortOf(ERA, GARDENER_PORT.httpProxy);
 const HEADER = CONNECT_PORT.header.toLowerCase();
 const CONNECT_LISTENER_NAME = `0.0.0.0_${GARDENER_PORT.httpProxy}`;
 
