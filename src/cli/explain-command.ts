@@ -1,21 +1,11 @@
 import { z } from 'zod';
-import { formatCidr } from '../acl/cidr.js';
-import { parseOperatorConfig } from '../acl/operator-config.js';
-import { parseProviderConfig } from '../acl/provider-config.js';
-import { appliedFromState } from '../actuator/applied-state.js';
 import { parseTechnicalID } from '../acl/shoot-identity.js';
 import { EXPLAIN_PATHS, explainShoot, parseClientAddress, type Explanation, type LegacyChain } from '../explain/explain-acl.js';
-import type { SourcedObject } from '../gardener/inventory.js';
-import { formatProblem, type Problem } from '../gardener/problems.js';
-import { WATCHED } from '../gardener/watched-resources.js';
-import { describeError } from '../kube/errors.js';
-import { listAll } from '../kube/list-watch.js';
+import { formatProblem } from '../gardener/problems.js';
 import { findLegacyChains } from '../rbac/legacy-proxy-patch.js';
-import { seedModelFromObjects } from '../render/seed-render.js';
 import { argsUsageError, parseCommandArgs, usageError } from './command-args.js';
-import { loadKubeConfig } from './kubeconfig.js';
-import { loadDocuments } from './load-documents.js';
-import { EMBEDDED_EXAMPLE, type CommandIO } from './render-command.js';
+import type { CommandIO } from './render-command.js';
+import { loadSeedModel, shootsNamed } from './seed-inputs.js';
 
 export const EXPLAIN_USAGE = `usage: gardener-acl explain --shoot ID --client IP [--peer IP] [--path api|connect|observability|legacy]
                            [--header 'Name: value']... [--output text|json]
@@ -77,28 +67,6 @@ function formatText(explanation: Explanation): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** The objects the controller reads, from the live seed, as documents for the same pipeline as `render`. */
-async function liveObjects(kubeconfig: string): Promise<SourcedObject[]> {
-  const kc = loadKubeConfig(kubeconfig);
-  const sources: readonly { readonly path: string; readonly labelSelector?: string; readonly apiVersion: string; readonly kind: string }[] = [
-    { ...WATCHED.clusters, apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Cluster' },
-    { ...WATCHED.extensions, apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension' },
-    { ...WATCHED.infrastructures, apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Infrastructure' },
-    { ...WATCHED.gateways, apiVersion: 'networking.istio.io/v1beta1', kind: 'Gateway' },
-    { ...WATCHED.gatewayDeployments, apiVersion: 'apps/v1', kind: 'Deployment' },
-    { ...WATCHED.gatewayServices, apiVersion: 'v1', kind: 'Service' },
-    { ...WATCHED.kubeSystemConfigMaps, apiVersion: 'v1', kind: 'ConfigMap' },
-    { ...WATCHED.envoyFilters, apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter' },
-  ];
-  const objects: SourcedObject[] = [];
-  for (const source of sources) {
-    const list = await listAll(kc, source.path, source.labelSelector ? { labelSelector: source.labelSelector } : {});
-    // List items carry no apiVersion and kind of their own.
-    for (const item of list.items) objects.push({ object: { ...item, apiVersion: source.apiVersion, kind: source.kind }, source: `seed ${source.path}` });
-  }
-  return objects;
-}
-
 export async function explainCommand(argv: readonly string[], io: CommandIO): Promise<number> {
   const parsed = parseCommandArgs(
     argv,
@@ -124,34 +92,9 @@ export async function explainCommand(argv: readonly string[], io: CommandIO): Pr
   if (a.header && a.path !== undefined && a.path !== 'connect') {
     return usageError(io, EXPLAIN_USAGE, `--header describes a CONNECT request; it has no effect on --path ${a.path}: drop --path (every path) or use --path connect`);
   }
-  let objects: SourcedObject[];
-  const problems: Problem[] = [];
-  if (a.kubeconfig) {
-    try {
-      objects = appliedInsteadOfWritten(await liveObjects(a.kubeconfig), a.shoot, io);
-    } catch (error) {
-      io.stderr(`gardener-acl explain: cannot read the seed: ${describeError(error)}\n`);
-      return 2;
-    }
-  } else {
-    const loaded = await loadDocuments(a.paths.length > 0 ? a.paths : [EMBEDDED_EXAMPLE]);
-    objects = loaded.objects;
-    problems.push(...loaded.problems);
-  }
-  let operator;
-  if (a.config) {
-    const loaded = await loadDocuments([a.config]);
-    const config = loaded.objects.find((o) => (o.object as { kind?: unknown } | null)?.kind === 'OperatorConfiguration');
-    const parsed = config ? parseOperatorConfig(config.object) : undefined;
-    if (loaded.problems.length > 0 || !parsed?.ok) {
-      const why = [...loaded.problems.map(formatProblem), ...(parsed && !parsed.ok ? parsed.errors.map((e) => `${e.path}: ${e.message}`) : []), ...(config ? [] : ['no OperatorConfiguration in it'])];
-      io.stderr(`--config ${a.config}: ${why.join('; ')}\n`);
-      return 2;
-    }
-    operator = parsed.config;
-  }
-  const model = seedModelFromObjects(objects, operator);
-  problems.push(...model.problems);
+  const loaded = await loadSeedModel({ kubeconfig: a.kubeconfig, config: a.config, paths: a.paths, shoot: a.shoot }, io, 'explain');
+  if (typeof loaded === 'number') return loaded;
+  const { model, problems } = loaded;
   // Errors about this shoot or the whole seed make the answer unreliable; other shoots' errors do not.
   const errors = problems.filter((p) => p.severity === 'error');
   const otherShoots = errors.filter((p) => {
@@ -189,32 +132,3 @@ export async function explainCommand(argv: readonly string[], io: CommandIO): Pr
   return explanation.verdicts.some((v) => v.enforceWouldRefuse === true) ? 3 : 0;
 }
 
-/**
- * On a live seed Envoy enforces the ACL the controller applied (Extension status.state), which
- * differs from the written providerConfig while a change is pending, refused or unplaced: each
- * Extension with a recorded ACL is explained with it, and the asked shoot's difference is said.
- */
-function appliedInsteadOfWritten(objects: readonly SourcedObject[], shoot: string, io: CommandIO): SourcedObject[] {
-  return objects.map((sourced) => {
-    const object = sourced.object as { kind?: unknown; metadata?: { namespace?: string }; spec?: { providerConfig?: unknown }; status?: { state?: unknown } } | null;
-    if (object?.kind !== 'Extension') return sourced;
-    const namespace = object.metadata?.namespace ?? '';
-    const applied = appliedFromState(namespace, object.status?.state);
-    if (!applied) return sourced;
-    const rule = { action: applied.rule.action, type: applied.rule.type, cidrs: applied.rule.cidrs.map(formatCidr), mode: applied.rule.mode };
-    const written = parseProviderConfig(object.spec?.providerConfig, Number.MAX_SAFE_INTEGER, 'spec.providerConfig');
-    const same = written.ok && JSON.stringify({ ...written.rule, cidrs: written.rule.cidrs.map(formatCidr) }) === JSON.stringify(rule);
-    if (!same && namespace === shoot) {
-      io.stderr(`note: ${shoot}: the Extension's providerConfig is not what the controller applied (a change pending or refused); explaining the applied ACL, ${rule.action} ${rule.type} [${rule.cidrs.join(', ')}]${rule.mode === 'audit' ? ' (audit)' : ''}, which is what the gateways enforce\n`);
-    }
-    return { ...sourced, object: { ...object, spec: { ...object.spec, providerConfig: { rule } } } };
-  });
-}
-
-/**
- * The technical IDs an object reference names as a whole (`Extension shoot--p--a/acl`,
- * `Cluster shoot--p--a`): shoot--team--prod is not named by shoot--team--prod-eu's objects.
- */
-function shootsNamed(object: string): string[] {
-  return object.split(/[\s/]+/).filter((token) => /^shoot--?[a-z0-9][a-z0-9-]*$/.test(token));
-}

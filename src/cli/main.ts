@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { CONTROLLER_USAGE, controllerCommand } from './controller-command.js';
 import { EXPLAIN_USAGE, explainCommand } from './explain-command.js';
+import { VERIFY_USAGE, verifyCommand } from './verify-command.js';
 import { REGISTRATION_USAGE, registrationCommand } from './registration-command.js';
 import { renderCommand, RENDER_USAGE, type CommandIO } from './render-command.js';
 import { packageVersion } from './version.js';
@@ -12,6 +13,7 @@ const USAGE = `usage: gardener-acl <command> [options]
 commands:
   render       print the EnvoyFilters for a seed's objects (offline)
   explain      why a client is admitted or refused on each path into a shoot's control plane
+  verify       whether a gateway's Envoy serves every ACL shoot's protection (its config dump)
   controller   run the extension controller on a seed
   registration print the ControllerRegistration/ControllerDeployment (or gardener-operator Extension)
   webhook      serve the admission webhooks (EnvoyFilters on the seed, Shoots in the garden)
@@ -21,6 +23,8 @@ commands:
 ${RENDER_USAGE}
 
 ${EXPLAIN_USAGE}
+
+${VERIFY_USAGE}
 
 ${CONTROLLER_USAGE}
 
@@ -34,6 +38,11 @@ const io: CommandIO = {
   stdout: (t) => process.stdout.write(t),
   stderr: (t) => process.stderr.write(t),
   drained: () => new Promise((resolve) => process.stdout.once('drain', resolve)),
+  readStdin: async () => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of process.stdin) chunks.push(Buffer.from(chunk as Uint8Array));
+    return Buffer.concat(chunks).toString('utf8');
+  },
 };
 
 async function main(argv: readonly string[]): Promise<number> {
@@ -43,6 +52,8 @@ async function main(argv: readonly string[]): Promise<number> {
       return renderCommand(rest, io);
     case 'explain':
       return explainCommand(rest, io);
+    case 'verify':
+      return verifyCommand(rest, io);
     case 'controller':
       return controllerCommand(rest, io);
     case 'registration':

@@ -28,6 +28,8 @@ export interface CommandIO {
   readonly stdout: (text: string) => unknown;
   readonly stderr: (text: string) => void;
   readonly drained?: () => Promise<void>;
+  /** All of stdin, for a FILE argument of "-". */
+  readonly readStdin?: () => Promise<string>;
 }
 
 export async function renderCommand(argv: readonly string[], io: CommandIO): Promise<number> {

@@ -1,0 +1,149 @@
+import { readFile } from 'node:fs/promises';
+import { z } from 'zod';
+import { parseTechnicalID } from '../acl/shoot-identity.js';
+import { formatProblem } from '../gardener/problems.js';
+import { describeError } from '../kube/errors.js';
+import { servedGateway } from '../served/served-config.js';
+import { checkServedProtection, isProtectionFault, type ServedReport } from '../served/served-protection.js';
+import { argsUsageError, parseCommandArgs, usageError } from './command-args.js';
+import type { CommandIO } from './render-command.js';
+import { loadSeedModel, shootsNamed } from './seed-inputs.js';
+
+export const VERIFY_USAGE = `usage: gardener-acl verify (--config-dump FILE | --admin-url URL) [--gateway NAMESPACE]
+                          [--shoot ID]... [--output text|json]
+                          [--kubeconfig PATH | [--config operator.yaml] [PATH...]]
+
+Answers, for one ingress gateway, whether every ACL shoot's protection is served: judged on what
+the gateway's Envoy holds, not on what is stored. An EnvoyFilter whose match no longer finds its
+listener, chain or filter is accepted by Istio and does nothing; verify finds every chain that
+serves a shoot's host or forwards to its control plane, and every connection manager that routes
+CONNECT by a protected header, and says where the shoot's filter is missing.
+--config-dump  the gateway Envoy's admin /config_dump as JSON ("-": stdin), e.g. from
+               kubectl exec -n istio-ingress deploy/istio-ingressgateway -- pilot-agent request GET config_dump
+               or istioctl proxy-config all <pod>.istio-ingress -o json
+--admin-url    Envoy's admin address, e.g. http://127.0.0.1:15000 after
+               kubectl port-forward -n istio-ingress deploy/istio-ingressgateway 15000
+--gateway      the gateway's namespace (default: the seed's only gateway)
+--shoot        check only these shoots (technical IDs)
+The seed is read as by explain: from files (without PATH the embedded example seed) or, with
+--kubeconfig, from the live seed (each Extension's applied ACL).
+Exit codes: 0 every path that exists is served with the shoot's filter (paths the gateway does
+not serve are listed), 1 some path serves a shoot without its filter or refuses it whole,
+2 invalid input.`;
+
+const argsSchema = z.object({
+  'config-dump': z.string().optional(),
+  'admin-url': z.url({ error: (i) => `--admin-url ${JSON.stringify(i.input)} is not a URL; write e.g. http://127.0.0.1:15000` }).optional(),
+  gateway: z.string().optional(),
+  shoot: z
+    .array(
+      z.string().refine((id) => parseTechnicalID(id) !== undefined, {
+        error: (issue) => `--shoot ${JSON.stringify(issue.input)} is not a technical ID; write shoot--<project>--<name> (or the legacy shoot-<project>--<name>)`,
+      }),
+    )
+    .optional(),
+  output: z.enum(['text', 'json'], { error: (i) => `--output must be text or json, not ${JSON.stringify(i.input)}` }),
+  kubeconfig: z.string().optional(),
+  config: z.string().optional(),
+  paths: z.array(z.string()),
+});
+
+const DUMP_TIMEOUT_MS = 60_000;
+
+async function readDump(source: { file?: string; url?: string }, io: CommandIO): Promise<unknown> {
+  if (source.url !== undefined) {
+    const url = `${source.url.replace(/\/+$/, '')}/config_dump`;
+    const response = await fetch(url, { signal: AbortSignal.timeout(DUMP_TIMEOUT_MS) });
+    if (!response.ok) throw new Error(`GET ${url}: HTTP ${response.status}`);
+    return (await response.json()) as unknown;
+  }
+  if (source.file === '-' && io.readStdin === undefined) throw new Error('stdin cannot be read here; give a file');
+  const text = source.file === '-' && io.readStdin ? await io.readStdin() : await readFile(source.file ?? '', 'utf8');
+  return JSON.parse(text) as unknown;
+}
+
+const LABEL: Readonly<Record<string, string>> = { exposed: 'EXPOSED', 'cut-off': 'CUT OFF', absent: 'absent' };
+
+function formatText(report: ServedReport): string {
+  const faults = report.findings.filter(isProtectionFault);
+  const absent = report.findings.length - faults.length;
+  const head =
+    faults.length === 0
+      ? `gateway ${report.gateway}: every path it serves into the ${report.shoots} ACL shoot(s) checked carries the shoot's filter`
+      : `gateway ${report.gateway}: ${faults.length} path(s) into ${new Set(faults.map((f) => f.technicalID)).size} of ${report.shoots} ACL shoot(s) not served as stored`;
+  const lines = [`${head}${absent > 0 ? `; ${absent} patch target(s) the gateway does not serve` : ''}`];
+  for (const f of report.findings) lines.push(`${(LABEL[f.severity] ?? f.severity).padEnd(8)} ${(f.technicalID ?? '(every shoot)').padEnd(24)} ${f.path.padEnd(13)} ${f.where}\n         ${f.cause}`);
+  return `${lines.join('\n')}\n`;
+}
+
+export async function verifyCommand(argv: readonly string[], io: CommandIO): Promise<number> {
+  const parsed = parseCommandArgs(
+    argv,
+    io,
+    VERIFY_USAGE,
+    {
+      'config-dump': { type: 'string' },
+      'admin-url': { type: 'string' },
+      gateway: { type: 'string' },
+      shoot: { type: 'string', multiple: true },
+      output: { type: 'string', short: 'o', default: 'text' },
+      kubeconfig: { type: 'string' },
+      config: { type: 'string' },
+    },
+    { allowPositionals: true },
+  );
+  if ('exitCode' in parsed) return parsed.exitCode;
+  const args = argsSchema.safeParse({ ...parsed.values, paths: parsed.positionals });
+  if (!args.success) return argsUsageError(io, VERIFY_USAGE, args.error.issues, 'message-only');
+  const a = args.data;
+  if (a.kubeconfig && a.paths.length > 0) return usageError(io, VERIFY_USAGE, 'give either --kubeconfig or PATHs, not both');
+  if ((a['config-dump'] === undefined) === (a['admin-url'] === undefined)) {
+    return usageError(io, VERIFY_USAGE, 'give exactly one of --config-dump FILE (the gateway Envoy\'s /config_dump) and --admin-url URL (its admin address)');
+  }
+  const loaded = await loadSeedModel({ kubeconfig: a.kubeconfig, config: a.config, paths: a.paths }, io, 'verify');
+  if (typeof loaded === 'number') return loaded;
+  const { model, problems } = loaded;
+  const asked = new Set(a.shoot ?? []);
+  // Errors about the seed, or about a shoot asked for, make the answer unreliable; other shoots' errors do not.
+  const errors = problems.filter((p) => p.severity === 'error');
+  const relevant = errors.filter((p) => {
+    const named = shootsNamed(p.object);
+    return named.length === 0 || (asked.size === 0 ? false : named.some((id) => asked.has(id)));
+  });
+  for (const p of relevant) io.stderr(`${formatProblem(p)}\n`);
+  if (errors.length > relevant.length) io.stderr(`(${errors.length - relevant.length} error(s) about ${asked.size === 0 ? 'single shoots; those shoots are checked with the ACL the objects give' : 'other shoots'} not shown)\n`);
+  if (!model.seed || relevant.length > 0) {
+    io.stderr('gardener-acl verify: the objects have errors about the seed or the shoots asked for; no verdict\n');
+    return 2;
+  }
+  const namespaces = model.seed.gateways.map((g) => g.namespace);
+  const gateway = a.gateway ?? (namespaces.length === 1 ? namespaces[0] : undefined);
+  if (gateway === undefined) return usageError(io, VERIFY_USAGE, `the seed has ${namespaces.length} gateways; name one with --gateway (${namespaces.join(', ')})`);
+  if (!namespaces.includes(gateway)) {
+    io.stderr(`gardener-acl verify: --gateway ${gateway} is not an ingress gateway namespace of this seed; the seed's are ${namespaces.join(', ') || '(none)'}\n`);
+    return 2;
+  }
+  const aclShoots = new Set(model.seed.shoots.map((s) => s.technicalID));
+  for (const id of asked) {
+    if (!model.shoots.has(id)) {
+      io.stderr(`gardener-acl verify: no Cluster or Extension of ${id} in ${a.kubeconfig ? 'the seed' : 'the objects given'}; check the technical ID (shoot--<project>--<name>, the shoot namespace on the seed)\n`);
+      return 2;
+    }
+    if (!aclShoots.has(id)) io.stderr(`note: ${id} has no ACL on this seed: nothing of it to verify\n`);
+  }
+  let dump: unknown;
+  try {
+    dump = await readDump({ ...(a['config-dump'] === undefined ? {} : { file: a['config-dump'] }), ...(a['admin-url'] === undefined ? {} : { url: a['admin-url'] }) }, io);
+  } catch (error) {
+    io.stderr(`gardener-acl verify: cannot read the gateway's config dump: ${describeError(error)}\n`);
+    return 2;
+  }
+  const served = servedGateway(dump);
+  if (served.listeners.length === 0) {
+    io.stderr('gardener-acl verify: the config dump holds no listeners; give the gateway Envoy\'s whole admin /config_dump (not a single section, not a sidecar\'s)\n');
+    return 2;
+  }
+  const report = checkServedProtection(model.seed, gateway, served, asked.size === 0 ? undefined : asked);
+  io.stdout(a.output === 'json' ? `${JSON.stringify(report, null, 2)}\n` : formatText(report));
+  return report.findings.some(isProtectionFault) ? 1 : 0;
+}
