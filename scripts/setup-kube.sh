@@ -100,4 +100,15 @@ else
   log "kube-apiserver $KUBE_VERSION is up to date"
 fi
 
+# The tests' stand-in for a kubelet's port-forward endpoint (tools/kube/kubelet-standin), rebuilt
+# when its sources or the module's go.mod/go.sum change.
+standin_hash="$(cd "$kube_mod" && cat go.mod go.sum kubelet-standin/*.go | sha256sum | cut -c1-16)"
+if [[ "${SETUP_KUBE_FORCE:-}" == 1 || ! -x "$bin/kubelet-standin" || ! -f "$bin/kubelet-standin.src-hash" ||
+      "$(cat "$bin/kubelet-standin.src-hash" 2>/dev/null)" != "$standin_hash" ]]; then
+  build "$kube_mod" kubelet-standin ./kubelet-standin
+  echo "$standin_hash" > "$bin/kubelet-standin.src-hash"
+else
+  log "kubelet-standin is up to date"
+fi
+
 echo "$bin"

@@ -14,6 +14,8 @@ go 1.26.0
 
 tool k8s.io/kubernetes/cmd/kube-apiserver
 
+require k8s.io/cri-streaming v0.0.0
+
 require (
 	cel.dev/expr v0.25.1 // indirect
 	cyphar.com/go-pathrs v0.2.5 // indirect

@@ -1,0 +1,81 @@
+// A gateway pod's Envoy config dump, read as istioctl reads it: an HTTP GET to Envoy's admin
+// port (Istio binds it to the pod's loopback, 15000) through a port-forward of the API server.
+// One forwarded connection per read, closed after the response; Node's HTTP client speaks over
+// it, so chunked and length-delimited responses are both read correctly.
+import { request } from 'node:http';
+import { Duplex, PassThrough } from 'node:stream';
+import { PortForward, type KubeConfig } from '@kubernetes/client-node';
+
+/** Istio's admin port of a gateway's Envoy (proxyAdminPort). */
+export const ENVOY_ADMIN_PORT = 15000;
+
+export interface GatewayPod {
+  readonly namespace: string;
+  readonly name: string;
+}
+
+interface ClosableSocket {
+  close(): void;
+  on(event: 'close', listener: () => void): unknown;
+  on(event: 'error', listener: (error: Error) => void): unknown;
+}
+
+function isClosable(value: unknown): value is ClosableSocket {
+  return typeof value === 'object' && value !== null && typeof (value as { close?: unknown }).close === 'function' && typeof (value as { on?: unknown }).on === 'function';
+}
+
+/** Reads `path` (e.g. /config_dump) from the pod's Envoy admin port; rejects on a non-2xx answer, a closed tunnel or `signal`. */
+export async function readEnvoyAdmin(kc: KubeConfig, pod: GatewayPod, path: string, signal: AbortSignal, port = ENVOY_ADMIN_PORT): Promise<string> {
+  const toPod = new PassThrough();
+  const fromPod = new PassThrough();
+  const errors = new PassThrough();
+  let forwardError = '';
+  errors.on('data', (chunk: Buffer) => (forwardError += chunk.toString('utf8')));
+  const where = `${pod.namespace}/${pod.name}:${port}`;
+  // client-node rejects with the WebSocket's ErrorEvent (e.g. "Unexpected server response: 403"), not an Error.
+  const socket = await new PortForward(kc, true).portForward(pod.namespace, pod.name, [port], fromPod, errors, toPod).catch((error: unknown) => {
+    const message = error instanceof Error ? error.message : typeof (error as { message?: unknown } | null)?.message === 'string' ? (error as { message: string }).message : String(error);
+    throw new Error(`port-forward to ${where}: ${message}`);
+  });
+  const ws = isClosable(socket) ? socket : undefined;
+  const tunnel = new Duplex({
+    read() {},
+    write(chunk: Buffer, _encoding, callback) {
+      toPod.write(chunk, callback);
+    },
+    final(callback) {
+      callback();
+    },
+    destroy(error, callback) {
+      ws?.close();
+      callback(error);
+    },
+  });
+  fromPod.on('data', (chunk: Buffer) => tunnel.push(chunk));
+  ws?.on('close', () => tunnel.push(null));
+  ws?.on('error', (error) => tunnel.destroy(error));
+  try {
+    return await new Promise<string>((resolve, reject) => {
+      const req = request({ createConnection: () => tunnel, path, method: 'GET', headers: { host: 'localhost', connection: 'close' }, signal }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('error', reject);
+        res.on('end', () => {
+          const body = Buffer.concat(chunks).toString('utf8');
+          const status = res.statusCode ?? 0;
+          if (status < 200 || status > 299) reject(new Error(`GET ${path} on ${where}: HTTP ${status} ${body.slice(0, 200)}`));
+          else resolve(body);
+        });
+      });
+      req.on('error', (error) => reject(new Error(`port-forward to ${where}: ${forwardError.trim() || 'closed before an answer'} (${error.message})`)));
+      req.end();
+    });
+  } finally {
+    tunnel.destroy();
+  }
+}
+
+/** The pod's Envoy config dump, parsed (the caller reads it with servedGateway). */
+export async function readGatewayConfigDump(kc: KubeConfig, pod: GatewayPod, signal: AbortSignal): Promise<unknown> {
+  return JSON.parse(await readEnvoyAdmin(kc, pod, '/config_dump', signal)) as unknown;
+}
