@@ -5,6 +5,7 @@
 import { request } from 'node:http';
 import { Duplex, PassThrough } from 'node:stream';
 import { PortForward, type KubeConfig } from '@kubernetes/client-node';
+import { z } from 'zod';
 
 /** Istio's admin port of a gateway's Envoy (proxyAdminPort). */
 export const ENVOY_ADMIN_PORT = 15000;
@@ -75,7 +76,22 @@ export async function readEnvoyAdmin(kc: KubeConfig, pod: GatewayPod, path: stri
   }
 }
 
-/** The pod's Envoy config dump, parsed (the caller reads it with servedGateway). */
+/**
+ * What the served check reads of a pod's Envoy: its listeners and route configurations, and the
+ * names of the ECDS resources it holds (not their configs, which reach tens of MiB on a large
+ * seed), each in Envoy's per-resource dump form; clusters, endpoints and secrets are never read.
+ */
+export const SERVED_CHECK_READS = ['/config_dump?resource=dynamic_listeners', '/config_dump?resource=dynamic_route_configs', '/config_dump?resource=ecds_filters&mask=ecds_filter.name'] as const;
+
+const configsSchema = z.looseObject({ configs: z.array(z.unknown()).default([]) });
+
+/** The pod's Envoy config, as one dump of the SERVED_CHECK_READS (read with servedGateway). */
 export async function readGatewayConfigDump(kc: KubeConfig, pod: GatewayPod, signal: AbortSignal): Promise<unknown> {
-  return JSON.parse(await readEnvoyAdmin(kc, pod, '/config_dump', signal)) as unknown;
+  const configs: unknown[] = [];
+  for (const path of SERVED_CHECK_READS) {
+    const parsed = configsSchema.safeParse(JSON.parse(await readEnvoyAdmin(kc, pod, path, signal)));
+    if (!parsed.success) throw new Error(`GET ${path} on ${pod.namespace}/${pod.name}: not an Envoy config dump`);
+    configs.push(...parsed.data.configs);
+  }
+  return { configs };
 }

@@ -47,8 +47,8 @@ export interface ServedChain {
 export interface ServedGateway {
   readonly listeners: readonly { readonly name: string; readonly port: number | undefined }[];
   readonly chains: readonly ServedChain[];
-  /** ECDS resources Envoy holds: name → the shoots their RBAC config holds a policy for. */
-  readonly ecds: ReadonlyMap<string, ReadonlySet<string>>;
+  /** ECDS resources Envoy holds: name → the shoots their RBAC config holds a policy for (undefined: held, config not read). */
+  readonly ecds: ReadonlyMap<string, ReadonlySet<string> | undefined>;
 }
 
 const record = z.record(z.string(), z.unknown());
@@ -70,14 +70,6 @@ const routeConfigSchema = z.looseObject({
   virtual_hosts: z.array(z.looseObject({ routes: z.array(z.looseObject({ route: z.looseObject({ cluster_header: z.string().optional() }).optional() })).default([]) })).default([]),
 });
 const sectionSchema = z.looseObject({ '@type': z.string().default('') });
-
-function section(dump: unknown, suffix: string): Record<string, unknown>[] {
-  const configs = z.looseObject({ configs: z.array(z.unknown()).default([]) }).safeParse(dump).data?.configs ?? [];
-  return configs.flatMap((c) => {
-    const parsed = sectionSchema.safeParse(c).data;
-    return parsed && parsed['@type'].endsWith(suffix) ? [parsed] : [];
-  });
-}
 
 function entries(value: unknown, key: string): unknown[] {
   const list = record.safeParse(value).data?.[key];
@@ -158,39 +150,51 @@ function listenerPort(name: string, portValue: number | undefined): number | und
   return named === undefined ? undefined : Number(named);
 }
 
-/** Reads a config dump (Envoy admin /config_dump, whole or with its listener, route and ECDS sections). */
+/**
+ * Reads a config dump: Envoy admin /config_dump whole, or the concatenated `configs` of its
+ * per-resource forms (?resource=dynamic_listeners, dynamic_route_configs, ecds_filters, whose
+ * items are the resources themselves). ECDS resources dumped without their config (a
+ * `mask=ecds_filter.name` read) count as held, with their shoots unknown.
+ */
 export function servedGateway(dump: unknown): ServedGateway {
+  const configs = z.looseObject({ configs: z.array(z.unknown()).default([]) }).safeParse(dump).data?.configs ?? [];
+  const rawListeners: unknown[] = [];
+  const rawRoutes: unknown[] = [];
+  const rawEcds: unknown[] = [];
+  for (const config of configs) {
+    const type = sectionSchema.safeParse(config).data?.['@type'] ?? '';
+    if (type.endsWith('.ListenersConfigDump')) {
+      rawListeners.push(...entries(config, 'static_listeners').map((l) => nested(l, 'listener')), ...entries(config, 'dynamic_listeners').map((l) => nested(l, 'active_state', 'listener')));
+    } else if (type.endsWith('.ListenersConfigDump.DynamicListener')) rawListeners.push(nested(config, 'active_state', 'listener'));
+    else if (type.endsWith('.ListenersConfigDump.StaticListener')) rawListeners.push(nested(config, 'listener'));
+    else if (type.endsWith('.RoutesConfigDump')) rawRoutes.push(...[...entries(config, 'static_route_configs'), ...entries(config, 'dynamic_route_configs')].map((r) => nested(r, 'route_config')));
+    else if (type.endsWith('.RoutesConfigDump.DynamicRouteConfig') || type.endsWith('.RoutesConfigDump.StaticRouteConfig')) rawRoutes.push(nested(config, 'route_config'));
+    else if (type.endsWith('.EcdsConfigDump')) rawEcds.push(...entries(config, 'ecds_filters').map((e) => nested(e, 'ecds_filter')));
+    else if (type.endsWith('.EcdsConfigDump.EcdsFilterConfig')) rawEcds.push(nested(config, 'ecds_filter'));
+  }
   const routes = new Map<string, string[]>();
-  for (const s of section(dump, 'RoutesConfigDump')) {
-    for (const entry of [...entries(s, 'static_route_configs'), ...entries(s, 'dynamic_route_configs')]) {
-      const config = nested(entry, 'route_config');
-      const name = routeConfigSchema.safeParse(config).data?.name;
-      if (name !== undefined) routes.set(name, clusterHeadersOf(config));
-    }
+  for (const config of rawRoutes) {
+    const name = routeConfigSchema.safeParse(config).data?.name;
+    if (name !== undefined) routes.set(name, clusterHeadersOf(config));
   }
   const listeners: { name: string; port: number | undefined }[] = [];
   const chains: ServedChain[] = [];
-  for (const s of section(dump, 'ListenersConfigDump')) {
-    const raws = [...entries(s, 'static_listeners').map((l) => nested(l, 'listener')), ...entries(s, 'dynamic_listeners').map((l) => nested(l, 'active_state', 'listener'))];
-    for (const raw of raws) {
-      const listener = listenerSchema.safeParse(raw).data;
-      if (!listener) continue;
-      // Internal listeners take connections from Envoy itself, never from a client.
-      const port = listener.internal_listener === undefined ? listenerPort(listener.name, listener.address?.socket_address?.port_value) : undefined;
-      listeners.push({ name: listener.name, port });
-      for (const c of [...listener.filter_chains, ...(listener.default_filter_chain === undefined ? [] : [listener.default_filter_chain])]) {
-        const chain = servedChain(listener.name, port, c, routes);
-        if (chain) chains.push(chain);
-      }
+  for (const raw of rawListeners) {
+    const listener = listenerSchema.safeParse(raw).data;
+    if (!listener) continue;
+    // Internal listeners take connections from Envoy itself, never from a client.
+    const port = listener.internal_listener === undefined ? listenerPort(listener.name, listener.address?.socket_address?.port_value) : undefined;
+    listeners.push({ name: listener.name, port });
+    for (const c of [...listener.filter_chains, ...(listener.default_filter_chain === undefined ? [] : [listener.default_filter_chain])]) {
+      const chain = servedChain(listener.name, port, c, routes);
+      if (chain) chains.push(chain);
     }
   }
-  const ecds = new Map<string, ReadonlySet<string>>();
-  for (const s of section(dump, 'EcdsConfigDump')) {
-    for (const entry of entries(s, 'ecds_filters')) {
-      const filter = nested(entry, 'ecds_filter');
-      const name = nested(filter, 'name');
-      if (typeof name === 'string') ecds.set(name, shootsOfRbacConfig(nested(filter, 'typed_config')));
-    }
+  const ecds = new Map<string, ReadonlySet<string> | undefined>();
+  for (const filter of rawEcds) {
+    const name = nested(filter, 'name');
+    const typed = nested(filter, 'typed_config');
+    if (typeof name === 'string') ecds.set(name, typed === undefined ? undefined : shootsOfRbacConfig(typed));
   }
   return { listeners, chains, ecds };
 }

@@ -127,7 +127,13 @@ function connectFindings(shoot: ShootAcl, seed: SeedAcl, served: ServedGateway):
     for (const manager of chain.connectionManagers) {
       const header = routesProtected(manager, headers);
       if (header === undefined) continue;
-      const covered = manager.httpFilters.some((f) => (f.discovered ? served.ecds.get(f.name)?.has(id) === true : f.shoots.has(id)));
+      const covered = manager.httpFilters.some((f) => {
+        if (!f.discovered) return f.shoots.has(id);
+        if (!served.ecds.has(f.name)) return false;
+        // A resource read without its config (the controller's light read) covers the shoots of its bucket.
+        const shoots = served.ecds.get(f.name);
+        return shoots === undefined ? f.name === bucket : shoots.has(id);
+      });
       if (covered) continue;
       const missingResource = bucket !== undefined && manager.httpFilters.some((f) => f.discovered && f.name === bucket) && !served.ecds.has(bucket);
       findings.push(
