@@ -6,4 +6,6 @@ export const CONTROLLER_DEFAULTS = {
   resyncPeriod: '10m',
   /** Least time between two writes that change a stored CONNECT listener (see ControllerOptions.combinedMinIntervalMs). */
   combinedMinInterval: '60s',
+  /** How often every gateway pod's Envoy is read to check each ACL shoot's protection is served (0: never). */
+  servedCheckInterval: '20s',
 } as const;

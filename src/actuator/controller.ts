@@ -26,7 +26,10 @@ import {
 } from '../gardener/objects.js';
 import { PolicyInterner, cachedCluster, cachedExtension, cachedInfrastructure, identityOnly, withoutFieldManagement } from '../gardener/cached-views.js';
 import { WATCHED, type WatchedResource } from '../gardener/watched-resources.js';
-import { EXTENSION_TYPE, seedGatewayWorkloads, shootInventoryNamespaces, type SeedInventory } from '../gardener/seed-acl.js';
+import { EXTENSION_TYPE, seedAclFromInventory, seedGatewayWorkloads, shootInventoryNamespaces, type SeedInventory } from '../gardener/seed-acl.js';
+import type { SeedAcl } from '../acl/model.js';
+import type { GatewayPod } from '../served/gateway-admin.js';
+import { ServedChecker } from '../served/served-checker.js';
 import { describeError, retryAfterMs } from '../kube/errors.js';
 import { ResilientInformer } from '../kube/informer.js';
 import { FenceRefusedError } from '../kube/lease-fence.js';
@@ -77,6 +80,15 @@ export interface ControllerOptions {
   /** A watch silent this long is re-opened (default 90 s; tests shorten it to exercise half-open watches). */
   readonly watchIdleTimeoutMs?: number;
   readonly now?: () => Date;
+  /**
+   * The served check (src/served): every `intervalMs` each gateway pod's Envoy is read and every
+   * ACL shoot's protection judged on it. Absent: not checked (the status says stored only).
+   */
+  readonly servedCheck?: {
+    readonly intervalMs: number;
+    /** Reads a gateway pod's Envoy (default: the API server's port-forward to its admin port). */
+    readonly readDump?: (pod: GatewayPod, signal: AbortSignal) => Promise<unknown>;
+  };
 }
 
 /** What every informer offers for start-up, readiness and shutdown. */
@@ -112,6 +124,7 @@ export class AclController {
   private readonly reconcileErrors: Counter;
   private readonly reconcileTime: Histogram;
   private workersRunning = false;
+  private readonly served: ServedChecker | undefined;
   private inFlight = 0;
   private resyncTimer: NodeJS.Timeout | undefined;
   private stopping = false;
@@ -210,6 +223,20 @@ export class AclController {
       awaitCombined: (ext) => this.awaitingCombined.add(`${EXT_PREFIX}${ext.metadata.namespace}/${ext.metadata.name}`),
       warn: (ext, reason, message, once) => recordWarningEvent(options.client, ext, reason, message, now(), once),
     });
+    this.served = options.servedCheck
+      ? new ServedChecker({
+          kubeConfig,
+          seed: () => this.servedSeed(),
+          intervalMs: options.servedCheck.intervalMs,
+          logger,
+          registry,
+          onChange: (shoots, everyShoot) => {
+            if (everyShoot) this.enqueueAll();
+            else for (const id of shoots) this.enqueueNamespace(id);
+          },
+          ...(options.servedCheck.readDump ? { readDump: options.servedCheck.readDump } : {}),
+        })
+      : undefined;
     this.reconciler = new ExtensionReconciler({
       client: options.client,
       actuator,
@@ -217,6 +244,7 @@ export class AclController {
       logger,
       warn: (ext, reason, message) => recordWarningEvent(options.client, ext, reason, message, now()),
       adoptedFinalizers: [REFERENCE_FINALIZER],
+      ...(this.served ? { served: this.served } : {}),
     });
     this.combined = new CombinedSyncer({
       client: options.client,
@@ -282,6 +310,7 @@ export class AclController {
     const timer = setInterval(() => this.enqueueAll(), resync);
     timer.unref();
     this.resyncTimer = timer;
+    this.served?.start();
   }
 
 
@@ -294,6 +323,7 @@ export class AclController {
   async stopWorkers(timeoutMs = 30_000): Promise<boolean> {
     this.stopping = true;
     if (this.resyncTimer) clearInterval(this.resyncTimer);
+    await this.served?.stop();
     this.queue.shutDown();
     this.combinedQueue.shutDown();
     let timer: NodeJS.Timeout | undefined;
@@ -329,6 +359,26 @@ export class AclController {
       services: i.services.list(),
       configMaps: i.configMaps.list(),
     };
+  }
+
+  /**
+   * What the served check judges against: every shoot whose Extension records an applied ACL,
+   * with its hosts from the caches; undefined until the caches have listed (an empty cache would
+   * look like a seed without shoots).
+   */
+  private servedSeed(): SeedAcl | undefined {
+    if (!this.cachesSynced()) return undefined;
+    const i = this.informers;
+    const inventory: SeedInventory = {
+      extensions: i.extensions.list().filter((e) => appliedFromState(e.metadata.namespace, e.status?.['state']) !== undefined),
+      clusters: i.clusters.list(),
+      infrastructures: i.infrastructures.list(),
+      gateways: i.gateways.list(),
+      deployments: i.deployments.list(),
+      services: i.services.list(),
+      configMaps: i.configMaps.list(),
+    };
+    return seedAclFromInventory(inventory, this.options.operator).seed;
   }
 
   private gateways(): GatewayWorkload[] {

@@ -10,7 +10,8 @@ import { jsonEqual } from '../rbac/deep-equal.js';
 import { mergePatchTo } from '../kube/object-json.js';
 import { ReportedProblem, type Actuator, type ActuatorResult } from './actuator.js';
 import type { ClusterClient, ObjectRef, Written } from './cluster-client.js';
-import { conditionsWith, protectionVerdict, type Condition } from './health-condition.js';
+import { conditionsWith, protectionVerdict, servedVerdict, type Condition } from './health-condition.js';
+import { describeServedFaults, type ServedFault } from '../served/served-checker.js';
 import {
   ERR_CONFIGURATION_PROBLEM,
   FINALIZER,
@@ -37,6 +38,14 @@ export interface ExtensionReconcilerDeps {
    * the Extension succeeded (ours holds the Extension from then on), and on delete with ours.
    */
   readonly adoptedFinalizers?: readonly string[];
+  /** What the gateways serve (the served check); absent: not checked. */
+  readonly served?: ServedView;
+}
+
+/** The served check's answers the reconciler reads. */
+export interface ServedView {
+  faultsOf(technicalID: string): readonly ServedFault[];
+  uncheckedReason(): string | undefined;
 }
 
 /**
@@ -160,9 +169,16 @@ export class ExtensionReconciler {
     const result = await this.call(ext, type, () => (type === 'Restore' ? this.deps.actuator.restore(ext) : this.deps.actuator.reconcile(ext)));
     if ('outcome' in result) return result.outcome;
     // Only reconcile and restore speak for the shoot's protection; an error keeps what was reported.
-    const conditions = conditionsWith(ext, protectionVerdict(result), this.deps.now());
+    const faults = result.kind === 'done' ? (this.deps.served?.faultsOf(ext.metadata.namespace) ?? []) : [];
+    const verdict = result.kind === 'done' ? servedVerdict(protectionVerdict(result), faults, this.deps.served?.uncheckedReason()) : protectionVerdict(result);
+    const conditions = conditionsWith(ext, verdict, this.deps.now());
     if (result.kind === 'pending') return this.pending(ext, type, result, conditions);
     const stateChanged = result.state !== undefined && !jsonEqual(ext.status?.['state'] ?? null, result.state);
+    if (faults.length > 0) {
+      // Stored is not enough: Succeeded means served. The served check enqueues the shoot when this changes.
+      await this.error(ext, type, describeServedFaults(faults), false, conditions ?? undefined, { reason: 'ProtectionNotServed', ...(stateChanged ? { state: result.state } : {}) });
+      return DONE;
+    }
     if (requested || stateChanged || ext.status?.['lastError'] || annotation === Operation.restore) {
       await this.succeeded(ext, type, result.state, undefined, conditions);
       if (stateChanged) this.log(ext).info({ state: result.state }, 'ACL applied');
@@ -296,10 +312,18 @@ export class ExtensionReconciler {
    * same error already stored for this operation and generation is not written again unless
    * gardenlet asked anew (an operation annotation gets a fresh lastUpdateTime).
    */
-  private async error(ext: Extension, type: OperationType, description: string, configuration: boolean, conditions?: readonly Condition[]): Promise<void> {
+  private async error(
+    ext: Extension,
+    type: OperationType,
+    description: string,
+    configuration: boolean,
+    conditions?: readonly Condition[],
+    options: { readonly reason?: string; readonly state?: Record<string, unknown> | undefined } = {},
+  ): Promise<void> {
     const previous = (ext.status?.['lastError'] as { description?: string } | undefined)?.description;
     const stored = storedOperation(ext);
-    const alreadyStored = previous === description && stored?.state === 'Error' && stored.type === type && ext.status?.['observedGeneration'] === ext.metadata.generation;
+    const alreadyStored =
+      previous === description && stored?.state === 'Error' && stored.type === type && ext.status?.['observedGeneration'] === ext.metadata.generation && options.state === undefined;
     if (alreadyStored && !isNewRequest(ext)) {
       if (conditions) await this.writeExtension(ext, (c, ref) => c.patchStatus(ref, { conditions }));
       return;
@@ -310,8 +334,9 @@ export class ExtensionReconciler {
       lastOperation: lastOperation(type, 'Error', description, now),
       lastError: { description, ...(configuration ? { codes: [ERR_CONFIGURATION_PROBLEM] } : {}), lastUpdateTime: now.toISOString() },
       observedGeneration: ext.metadata.generation ?? null,
+      ...(options.state !== undefined ? { state: mergePatchTo(ext.status?.['state'], options.state) } : {}),
     }));
-    if (previous !== description) await this.deps.warn(ext, configuration ? 'InvalidACL' : 'ACLNotApplied', description);
+    if (previous !== description) await this.deps.warn(ext, options.reason ?? (configuration ? 'InvalidACL' : 'ACLNotApplied'), description);
   }
 
   /** A reconcile that failed outside the actuator's own reports (API refusal, timeout, ...) says so in the status; a failing status write changes nothing (the retry comes anyway). */

@@ -6,6 +6,7 @@
 // CONNECT filters (outside any ManagedResource) do not hold a shoot on some gateway.
 import type { Extension } from '../gardener/objects.js';
 import type { ActuatorResult } from './actuator.js';
+import { describeServedFaults, type ServedFault } from '../served/served-checker.js';
 
 export const CONTROL_PLANE_HEALTHY = 'ControlPlaneHealthy';
 
@@ -27,6 +28,17 @@ export function protectionVerdict(result: ActuatorResult): Verdict {
   // One message for the whole convergence (not the paths still missing, which shrink with every
   // stored shard): each change of it would be another status write.
   return { status: 'Progressing', reason: 'ACLConverging', message: 'The ACL is recorded and being stored on every path and gateway.' };
+}
+
+/**
+ * A done reconcile's verdict with what the served check knows: False (ProtectionNotServed) when
+ * some gateway pod serves the shoot without its filter or refuses it whole; a note when some
+ * gateway could not be checked (what is stored is then all that is known).
+ */
+export function servedVerdict(verdict: Verdict, faults: readonly ServedFault[], unchecked: string | undefined): Verdict {
+  if (faults.length > 0) return { status: 'False', reason: 'ProtectionNotServed', message: describeServedFaults(faults) };
+  if (unchecked !== undefined) return { ...verdict, message: `${verdict.message} Not checked where it is served: ${unchecked}.` };
+  return verdict;
 }
 
 function storedConditions(ext: Extension): Condition[] {

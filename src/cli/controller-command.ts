@@ -53,6 +53,10 @@ Runs the extension controller for Extensions of type acl on a seed.
   --combined-min-interval DURATION  least time between two writes that change a CONNECT listener
                                     (rules and matcher forms: every write; ecds: its listener
                                     parts only); repairs never wait (default ${CONTROLLER_DEFAULTS.combinedMinInterval})
+  --served-check-interval DURATION  every gateway pod's Envoy is read this often (through a port-forward
+                                    to its admin port 15000) to check each ACL shoot's protection is
+                                    served, not only stored; 0s turns the check off (the status then
+                                    says stored only) (default ${CONTROLLER_DEFAULTS.servedCheckInterval})
   --graceful-shutdown-timeout DURATION  on SIGTERM, wait this long for reconciles in flight before
                                     the lease is released (default 30s)
   --log-level LEVEL                 trace|debug|info|warn|error (default info)
@@ -90,6 +94,7 @@ const argsSchema = z.object({
   workers: z.coerce.number({ error: 'must be a number' }).int({ error: 'must be a whole number from 1 to 100' }).min(1, { error: 'must be a whole number from 1 to 100' }).max(100, { error: 'must be a whole number from 1 to 100' }),
   'resync-period': durationMs,
   'combined-min-interval': durationMs,
+  'served-check-interval': durationMs,
   'graceful-shutdown-timeout': durationMs,
   'log-level': z.enum(['trace', 'debug', 'info', 'warn', 'error'], { error: 'must be trace, debug, info, warn or error' }),
   'webhook-certificates-namespace': z.string().min(1).optional(),
@@ -125,6 +130,7 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
     workers: { type: 'string', default: String(CONTROLLER_DEFAULTS.workers) },
     'resync-period': { type: 'string', default: CONTROLLER_DEFAULTS.resyncPeriod },
     'combined-min-interval': { type: 'string', default: CONTROLLER_DEFAULTS.combinedMinInterval },
+    'served-check-interval': { type: 'string', default: CONTROLLER_DEFAULTS.servedCheckInterval },
     'graceful-shutdown-timeout': { type: 'string', default: '30s' },
     'log-level': { type: 'string', default: 'info' },
     'webhook-certificates-namespace': { type: 'string' },
@@ -176,6 +182,7 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
     workers: a.workers,
     resyncPeriodMs: a['resync-period'],
     combinedMinIntervalMs: a['combined-min-interval'],
+    ...(a['served-check-interval'] > 0 ? { servedCheck: { intervalMs: a['served-check-interval'] } } : {}),
   });
   const certificates = a['webhook-certificates-namespace']
     ? seedWebhookCertificates(a, a['webhook-certificates-namespace'], { kubeConfig, ...(fence ? { fence } : {}) }, logger, () => {

@@ -3,6 +3,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
 import { AclController } from '../../src/actuator/controller.js';
+import type { GatewayPod } from '../../src/served/gateway-admin.js';
 import { CONTROLLER_DEFAULTS } from '../../src/actuator/controller-defaults.js';
 import { durationMs } from '../../src/cli/duration.js';
 import { KubeClusterClient } from '../../src/actuator/kube-cluster-client.js';
@@ -109,7 +110,15 @@ export const denyRule = (...cidrs: string[]) => ({ rule: { action: 'DENY', type:
  */
 export async function startTestController(
   kubeConfig: KubeConfig,
-  options: { operator?: OperatorConfig; client?: KubeClusterClient; watchIdleTimeoutMs?: number; combinedMinIntervalMs?: number; registry?: Registry } = {},
+  options: {
+    operator?: OperatorConfig;
+    client?: KubeClusterClient;
+    watchIdleTimeoutMs?: number;
+    combinedMinIntervalMs?: number;
+    registry?: Registry;
+    /** The served check reads gateway pods through the API server's port-forward unless this is given. */
+    readDump?: (pod: GatewayPod, signal: AbortSignal) => Promise<unknown>;
+  } = {},
 ): Promise<AclController> {
   const controller = new AclController({
     kubeConfig,
@@ -120,6 +129,7 @@ export async function startTestController(
     workers: CONTROLLER_DEFAULTS.workers,
     resyncPeriodMs: durationMs.parse(CONTROLLER_DEFAULTS.resyncPeriod),
     combinedMinIntervalMs: options.combinedMinIntervalMs ?? durationMs.parse(CONTROLLER_DEFAULTS.combinedMinInterval),
+    servedCheck: { intervalMs: durationMs.parse(CONTROLLER_DEFAULTS.servedCheckInterval), ...(options.readDump ? { readDump: options.readDump } : {}) },
     ...(options.watchIdleTimeoutMs ? { watchIdleTimeoutMs: options.watchIdleTimeoutMs } : {}),
   });
   await controller.startCaches();

@@ -6,7 +6,7 @@ import { parse as parseYaml } from 'yaml';
 import { parseOperatorConfig } from '../../src/acl/operator-config.js';
 import { operatorExtension } from '../../src/registration/registration-objects.js';
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../../src/webhook/webhook-configuration.js';
-import { CLUSTER_RULES, WEBHOOK_DISABLED_CLUSTER_RULES, KUBE_SYSTEM_RULES, MANAGED_CERTIFICATE_CLUSTER_RULES, MANAGED_CERTIFICATE_RULES, WEBHOOK_RULES, leaderElectionRules } from './expected-rbac.js';
+import { CLUSTER_RULES, SERVED_CHECK_CLUSTER_RULES, WEBHOOK_DISABLED_CLUSTER_RULES, KUBE_SYSTEM_RULES, MANAGED_CERTIFICATE_CLUSTER_RULES, MANAGED_CERTIFICATE_RULES, WEBHOOK_RULES, leaderElectionRules } from './expected-rbac.js';
 import { ADMISSION_CHART, SEED_CHART, find, helm, renderChart, type KubeObject } from './helm.js';
 
 const NON_DEFAULT_SEED = {
@@ -14,7 +14,7 @@ const NON_DEFAULT_SEED = {
   replicas: 3,
   priorityClassName: '',
   logLevel: 'debug',
-  controller: { workers: 2, resyncPeriod: '5m', combinedMinInterval: '30s', probePort: 9090, leaderElection: { enabled: true, id: 'acl-leader', leaseDuration: '30s', renewDeadline: '20s', retryPeriod: '5s' } },
+  controller: { workers: 2, resyncPeriod: '5m', combinedMinInterval: '30s', servedCheckInterval: '45s', probePort: 9090, leaderElection: { enabled: true, id: 'acl-leader', leaseDuration: '30s', renewDeadline: '20s', retryPeriod: '5s' } },
   config: { additionalAllowedCIDRs: ['192.0.2.0/24', '2001:db8::/32'], maxCIDRs: 200, protectedHeaders: ['X-Gardener-Destination'], protectedPorts: [8443], sniPort: 9443, legacyProxyPort: 8443, maxObjectBytes: 262144 },
   webhook: { enabled: false },
   gardener: { version: '1.130.0', seed: { name: 'aws-eu1', provider: 'aws', networks: { nodes: '10.250.0.0/16' } }, garden: { clusterIdentity: 'landscape' } },
@@ -98,7 +98,7 @@ describe('seed chart rendering', () => {
     expect(controller?.args).toEqual([
       'controller', '--config=/etc/gardener-acl/config/config.yaml', '--leader-elect=true', '--leader-election-id=acl-leader',
       '--lease-duration=30s', '--renew-deadline=20s', '--retry-period=5s', '--probe-port=9090', '--workers=2',
-      '--resync-period=5m', '--combined-min-interval=30s', '--graceful-shutdown-timeout=30s', '--log-level=debug',
+      '--resync-period=5m', '--combined-min-interval=30s', '--served-check-interval=45s', '--graceful-shutdown-timeout=30s', '--log-level=debug',
       // webhook.enabled false: the controller deletes what an earlier managed install registered.
       '--no-seed-webhook',
     ]);
@@ -157,6 +157,7 @@ describe('seed chart rendering', () => {
         `--workers=${CONTROLLER_DEFAULTS.workers}`,
         `--resync-period=${CONTROLLER_DEFAULTS.resyncPeriod}`,
         `--combined-min-interval=${CONTROLLER_DEFAULTS.combinedMinInterval}`,
+        `--served-check-interval=${CONTROLLER_DEFAULTS.servedCheckInterval}`,
       ]),
     );
   });
@@ -172,6 +173,12 @@ describe('seed chart rendering', () => {
     // Without the webhook the controller may delete only the registration an earlier managed install made.
     const disabled = await renderChart(SEED_CHART, { webhook: { enabled: false } });
     expect(sortRules(find(disabled, 'ClusterRole', 'gardener-acl').rules as object[])).toEqual(sortRules([...CLUSTER_RULES, ...WEBHOOK_DISABLED_CLUSTER_RULES]));
+    // Without the served check the controller reads no pod.
+    const unchecked = await renderChart(SEED_CHART, { controller: { servedCheckInterval: '0s' } });
+    expect(sortRules(find(unchecked, 'ClusterRole', 'gardener-acl').rules as object[])).toEqual(
+      sortRules([...CLUSTER_RULES.filter((r) => !SERVED_CHECK_CLUSTER_RULES.includes(r)), ...MANAGED_CERTIFICATE_CLUSTER_RULES]),
+    );
+    expect(podSpec(unchecked, 'gardener-acl').template.spec.containers[0]?.args).toContain('--served-check-interval=0s');
     expect(sortRules(find(objects, 'ClusterRole', 'gardener-acl-webhook').rules as object[])).toEqual(sortRules(WEBHOOK_RULES));
     expect(sortRules(find(objects, 'Role', 'gardener-acl', 'kube-system').rules as object[])).toEqual(sortRules(KUBE_SYSTEM_RULES));
     expect(find(objects, 'Role', 'gardener-acl-leader-election', 'garden').rules).toEqual(leaderElectionRules('gardener-acl-leader-election'));

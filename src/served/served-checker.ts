@@ -1,0 +1,235 @@
+// The controller's served check: every interval, each gateway pod's Envoy is read (listeners,
+// routes, ECDS names through the API server's port-forward, see gateway-admin.ts) and judged by
+// checkServedProtection against the ACL shoots the Extensions record as applied. A shoot whose
+// protection is stored but not served (exposed or cut off on some path of some pod) is reported
+// once seen on two passes in a row (a push in flight is not a fault): the caller turns it into
+// the Extension's status and an Event; this class keeps the metrics.
+//
+// What cannot be read is never taken as "served" nor as "not served": a gateway none of whose
+// pods could be read keeps its previous findings and is named as unchecked.
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { z } from 'zod';
+import type { GatewayWorkload, SeedAcl } from '../acl/model.js';
+import { describeError } from '../kube/errors.js';
+import { restRequest } from '../kube/rest.js';
+import { readGatewayConfigDump, type GatewayPod } from './gateway-admin.js';
+import { servedGateway } from './served-config.js';
+import { checkServedProtection, isProtectionFault, type ServedFinding } from './served-protection.js';
+
+/** A finding on one pod of one gateway. */
+export interface ServedFault extends ServedFinding {
+  readonly gateway: string;
+  readonly pod: string;
+}
+
+export interface ServedCheckerDeps {
+  readonly kubeConfig: KubeConfig;
+  /** The ACL shoots as applied, with the seed's gateways; undefined while the caches are not ready. */
+  readonly seed: () => SeedAcl | undefined;
+  readonly intervalMs: number;
+  readonly logger: Logger;
+  readonly registry: Registry;
+  /** Shoots whose reported faults changed (appeared, changed or cleared); `everyShoot` when the set of unchecked gateways changed, which every shoot's status names. */
+  readonly onChange: (technicalIDs: ReadonlySet<string>, everyShoot: boolean) => void;
+  /** Reads a pod's Envoy (default: through the API server's port-forward). */
+  readonly readDump?: (pod: GatewayPod, signal: AbortSignal) => Promise<unknown>;
+  readonly readTimeoutMs?: number;
+}
+
+const podListSchema = z.object({
+  items: z.array(
+    z.looseObject({
+      metadata: z.looseObject({ name: z.string(), deletionTimestamp: z.string().optional() }),
+      status: z.looseObject({ phase: z.string().optional(), conditions: z.array(z.looseObject({ type: z.string(), status: z.string() })).optional() }).optional(),
+    }),
+  ),
+});
+
+function selectorOf(labels: Readonly<Record<string, string>>): string {
+  return Object.entries(labels)
+    .map(([k, v]) => `${k}=${v}`)
+    .sort()
+    .join(',');
+}
+
+const faultKey = (f: ServedFault): string => `${f.gateway}|${f.pod}|${f.path}|${f.severity}|${f.where}|${f.cause}`;
+
+export class ServedChecker {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private readonly abort = new AbortController();
+  /** Reported faults per shoot (seen on two passes in a row). */
+  private reported = new Map<string, readonly ServedFault[]>();
+  /** Faults of the last pass, per shoot, by key. */
+  private lastSeen = new Map<string, Map<string, ServedFault>>();
+  /** Gateway namespace → why none of its pods could be read in the last pass. */
+  private unchecked = new Map<string, string>();
+  private checked = false;
+  private readonly faultsGauge: Gauge;
+  private readonly absentGauge: Gauge;
+  private readonly readErrors: Counter;
+  private readonly passSeconds: Histogram;
+
+  constructor(private readonly deps: ServedCheckerDeps) {
+    this.faultsGauge = new Gauge({
+      name: 'gardener_acl_protection_not_served',
+      help: 'Paths on which a gateway pod serves a shoot without its ACL filter (exposed) or refuses it whole (cut-off), by shoot.',
+      labelNames: ['shoot', 'gateway', 'pod', 'path', 'severity'],
+      registers: [deps.registry],
+    });
+    this.absentGauge = new Gauge({ name: 'gardener_acl_served_patch_targets_absent', help: 'Patch targets (ports, chains) a gateway does not serve at all: the patches match nothing there.', labelNames: ['gateway'], registers: [deps.registry] });
+    this.readErrors = new Counter({ name: 'gardener_acl_served_check_read_errors_total', help: 'Gateway pods whose Envoy could not be read.', labelNames: ['gateway'], registers: [deps.registry] });
+    this.passSeconds = new Histogram({ name: 'gardener_acl_served_check_duration_seconds', help: 'Time of one served check over every gateway pod.', buckets: [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120], registers: [deps.registry] });
+  }
+
+  /** The shoot's reported faults (empty: none known). */
+  faultsOf(technicalID: string): readonly ServedFault[] {
+    return this.reported.get(technicalID) ?? [];
+  }
+
+  /** Why the check could not judge some gateway (undefined: every gateway was read, or no pass has run yet). */
+  uncheckedReason(): string | undefined {
+    if (!this.checked || this.unchecked.size === 0) return undefined;
+    return [...this.unchecked].map(([ns, why]) => `${ns}: ${why}`).join('; ');
+  }
+
+  start(): void {
+    if (this.timer) return;
+    const tick = (): void => {
+      this.running = this.checkOnce().catch((error: unknown) => this.deps.logger.warn({ err: describeError(error) }, 'served check failed'));
+      void this.running.finally(() => {
+        if (!this.abort.signal.aborted) this.timer = setTimeout(tick, this.deps.intervalMs);
+      });
+    };
+    this.timer = setTimeout(tick, 0);
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    if (this.timer) clearTimeout(this.timer);
+    await this.running;
+  }
+
+  private async podsOf(gateway: GatewayWorkload): Promise<string[]> {
+    const raw = await restRequest(this.deps.kubeConfig, {
+      path: `/api/v1/namespaces/${gateway.namespace}/pods`,
+      query: { labelSelector: selectorOf(gateway.selector) },
+      signal: this.abort.signal,
+    });
+    return podListSchema
+      .parse(raw)
+      .items.filter((p) => p.metadata.deletionTimestamp === undefined && p.status?.phase === 'Running' && p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'))
+      .map((p) => p.metadata.name)
+      .sort();
+  }
+
+  /** One pass over every gateway pod. */
+  async checkOnce(): Promise<void> {
+    const seed = this.deps.seed();
+    if (!seed) return;
+    const started = performance.now();
+    const seen = new Map<string, Map<string, ServedFault>>();
+    const unchecked = new Map<string, string>();
+    const kept = new Set<string>();
+    const read = this.deps.readDump ?? ((pod: GatewayPod, signal: AbortSignal) => readGatewayConfigDump(this.deps.kubeConfig, pod, signal));
+    this.absentGauge.reset();
+    for (const gateway of seed.gateways) {
+      let pods: string[];
+      try {
+        pods = await this.podsOf(gateway);
+      } catch (error) {
+        unchecked.set(gateway.namespace, `cannot list its pods: ${describeError(error)}`);
+        continue;
+      }
+      if (pods.length === 0) {
+        unchecked.set(gateway.namespace, 'no running and ready gateway pod');
+        continue;
+      }
+      let readPods = 0;
+      let lastError = '';
+      let absent = 0;
+      for (const pod of pods) {
+        if (this.abort.signal.aborted) return;
+        let dump: unknown;
+        try {
+          dump = await read({ namespace: gateway.namespace, name: pod }, AbortSignal.any([this.abort.signal, AbortSignal.timeout(this.deps.readTimeoutMs ?? 60_000)]));
+        } catch (error) {
+          this.readErrors.inc({ gateway: gateway.namespace });
+          lastError = `${pod}: ${describeError(error)}`;
+          continue;
+        }
+        const served = servedGateway(dump);
+        if (served.listeners.length === 0) {
+          lastError = `${pod}: its Envoy serves no listener`;
+          continue;
+        }
+        readPods++;
+        const report = checkServedProtection(seed, gateway.namespace, served);
+        absent = Math.max(absent, report.findings.filter((f) => !isProtectionFault(f)).length);
+        for (const finding of report.findings.filter(isProtectionFault)) {
+          const fault: ServedFault = { ...finding, gateway: gateway.namespace, pod };
+          const id = finding.technicalID ?? '';
+          const byKey = seen.get(id) ?? new Map<string, ServedFault>();
+          byKey.set(faultKey(fault), fault);
+          seen.set(id, byKey);
+        }
+      }
+      this.absentGauge.set({ gateway: gateway.namespace }, absent);
+      if (readPods === 0) {
+        unchecked.set(gateway.namespace, `no pod's Envoy could be read (${lastError})`);
+        kept.add(gateway.namespace);
+      }
+    }
+    // A gateway not read this time keeps what was seen on it before.
+    for (const [id, byKey] of this.lastSeen) {
+      for (const [key, fault] of byKey) {
+        if (!kept.has(fault.gateway)) continue;
+        const into = seen.get(id) ?? new Map<string, ServedFault>();
+        into.set(key, fault);
+        seen.set(id, into);
+      }
+    }
+    const uncheckedBefore = this.checked ? [...this.unchecked].join('\n') : '';
+    const changed = this.publish(seen);
+    this.lastSeen = seen;
+    this.unchecked = unchecked;
+    this.checked = true;
+    const everyShoot = [...unchecked].join('\n') !== uncheckedBefore;
+    if (changed.size > 0 || everyShoot) this.deps.onChange(changed, everyShoot);
+    this.passSeconds.observe((performance.now() - started) / 1000);
+  }
+
+  /** Reports what was seen on this pass and the one before; returns whose reported faults changed. */
+  private publish(seen: ReadonlyMap<string, ReadonlyMap<string, ServedFault>>): Set<string> {
+    const next = new Map<string, readonly ServedFault[]>();
+    for (const [id, byKey] of seen) {
+      const before = this.lastSeen.get(id);
+      const confirmed = [...byKey].filter(([key]) => before?.has(key) === true || this.reported.get(id)?.some((f) => faultKey(f) === key) === true).map(([, f]) => f);
+      if (confirmed.length > 0) next.set(id, confirmed.sort((a, b) => faultKey(a).localeCompare(faultKey(b))));
+    }
+    const changed = new Set<string>();
+    for (const id of new Set([...next.keys(), ...this.reported.keys()])) {
+      const a = (this.reported.get(id) ?? []).map(faultKey).join('\n');
+      const b = (next.get(id) ?? []).map(faultKey).join('\n');
+      if (a !== b) changed.add(id);
+    }
+    this.faultsGauge.reset();
+    for (const faults of next.values()) for (const f of faults) this.faultsGauge.inc({ shoot: f.technicalID ?? '', gateway: f.gateway, pod: f.pod, path: f.path, severity: f.severity });
+    for (const id of changed) {
+      const faults = next.get(id) ?? [];
+      if (faults.length > 0) this.deps.logger.warn({ shoot: id, faults: faults.map((f) => `${f.severity} ${f.path} ${f.gateway}/${f.pod} ${f.where}: ${f.cause}`) }, 'protection stored but not served');
+      else this.deps.logger.info({ shoot: id }, 'protection served again');
+    }
+    this.reported = next;
+    return changed;
+  }
+}
+
+/** The condition text for a shoot's reported faults: the first few, and how many more. */
+export function describeServedFaults(faults: readonly ServedFault[], shown = 3): string {
+  const lines = faults.slice(0, shown).map((f) => `${f.severity} on ${f.path} at ${f.gateway}/${f.pod} ${f.where}: ${f.cause}`);
+  const more = faults.length > shown ? ` (and ${faults.length - shown} more)` : '';
+  return `The ACL is stored but not served: ${lines.join('; ')}${more}.`;
+}

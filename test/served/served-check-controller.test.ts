@@ -1,0 +1,181 @@
+// The controller's served check, end to end, with the chart's defaults (served check every 20 s,
+// the ecds form): a Gardener 1.145 seed's objects in a real kube-apiserver, the real
+// gardener-resource-manager applying the per-shoot filters, and each of the seed's three gateways
+// a real Envoy fed by Istio's own discovery server with the EnvoyFilters the API server stores.
+// The controller reads each gateway pod's Envoy through the API server's port-forward; the kubelet
+// stand-in (test/kube/kubelet-standin.ts) takes the last hop, as no kubelet runs here. What
+// istiod would do on an API server write (push the stored EnvoyFilters) the test does by handing
+// the stored list to the serve tool (`bridge`).
+//
+// A Gardener EnvoyFilter that renames the 8443 connection manager makes every ACL patch on it
+// match nothing: within a minute each ACL shoot's Extension says ProtectionNotServed (Error,
+// ControlPlaneHealthy False, a Warning Event) and the metric names it; when the filter goes, the
+// shoots are Succeeded again.
+import { performance } from 'node:perf_hooks';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AclController } from '../../src/actuator/controller.js';
+import { listAll } from '../../src/kube/list-watch.js';
+import { createObject, deleteObject, getObject, patchStatus, type ObjectToWrite } from '../../src/kube/objects-client.js';
+import type { JsonObject } from '../envoy/json.js';
+import { ERAS } from '../istio/eras.js';
+import { startLiveAdsGateway, type LiveAdsGateway } from '../istio/live-ads-gateway.js';
+import { INGRESS_GATEWAYS, gardenerSeedObjects, gatewayLabels } from '../istio/seed-fixture.js';
+import type { ControlPlane } from '../kube/control-plane.js';
+import { eventually, startWithCRDs } from '../kube/kube-test-helpers.js';
+import { startKubeletStandin, type KubeletStandin } from '../kube/kubelet-standin.js';
+import { startResourceManager, type ResourceManager } from '../support/gardener-resource-manager.js';
+import { startTestController } from '../actuator/seed-fixture.js';
+
+const era = ERAS['v1.145'];
+const ACL_SHOOTS = ['shoot--bar--a', 'shoot--p--foo', 'shoot--xshoot-q--foo', 'shoot-q--foo'];
+const API_SERVER_KINDS = new Set(['Deployment', 'Service', 'Gateway', 'EnvoyFilter', 'Cluster', 'Infrastructure', 'Extension']);
+const REPORTED_WITHIN_MS = 60_000;
+const RENAMER = { apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name: 'http-proxy-hcm-name', namespace: 'istio-ingress' };
+
+interface ExtensionView {
+  metadata: { generation?: number };
+  status?: {
+    lastOperation?: { state: string; description: string };
+    observedGeneration?: number;
+    conditions?: { type: string; status: string; reason: string; message: string }[];
+  };
+}
+
+/** What the API server needs and the fixture leaves out (no controller ever reads it). */
+function complete(object: JsonObject): ObjectToWrite {
+  const o = structuredClone(object) as unknown as ObjectToWrite;
+  if (o.kind === 'Infrastructure') return { ...o, spec: { type: 'local', region: 'r', ...(o['spec'] as object) } };
+  return o;
+}
+
+function withoutServerFields(object: Record<string, unknown>): JsonObject {
+  const metadata = { ...(object['metadata'] as Record<string, unknown>) };
+  delete metadata['managedFields'];
+  return { ...object, metadata } as JsonObject;
+}
+
+describe('served check in the controller (real kube-apiserver, resource manager, Istio and Envoy per gateway; chart defaults)', () => {
+  let cp: ControlPlane;
+  let grm: ResourceManager;
+  let controller: AclController;
+  let standin: KubeletStandin;
+  const gateways = new Map<string, LiveAdsGateway>();
+  const registry = new Registry();
+  const objects = gardenerSeedObjects(era);
+  const istioOnly = objects.filter((o) => o['kind'] !== 'EnvoyFilter');
+
+  const ext = async (id: string) => (await getObject(cp.kubeConfig, { apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension', name: 'acl', namespace: id })) as unknown as ExtensionView;
+  const healthy = (e: ExtensionView) => e.status?.conditions?.find((c) => c.type === 'ControlPlaneHealthy');
+  const storedFilters = async () => (await listAll(cp.kubeConfig, '/apis/networking.istio.io/v1alpha3/envoyfilters')).items.map((f) => withoutServerFields(f as Record<string, unknown>));
+  /** istiod's part: every gateway's Istio takes the EnvoyFilters the API server now stores. */
+  const bridge = async () => {
+    const stored = await storedFilters();
+    for (const gateway of gateways.values()) await gateway.replaceEnvoyFilters(stored);
+  };
+  const metric = async () => (await registry.getSingleMetric('gardener_acl_protection_not_served')?.get())?.values ?? [];
+
+  beforeAll(async () => {
+    const kubeObjects = objects.filter((o) => API_SERVER_KINDS.has(String(o['kind']))).map(complete);
+    const namespaces = [...new Set(kubeObjects.flatMap((o) => (o.metadata.namespace ? [o.metadata.namespace] : [])))];
+    cp = await startWithCRDs(namespaces);
+    for (const object of kubeObjects) {
+      await createObject(cp.kubeConfig, object);
+      const status = object['status'] as Record<string, unknown> | undefined;
+      if (status) await patchStatus(cp.kubeConfig, { apiVersion: object.apiVersion, kind: object.kind, name: object.metadata.name, namespace: object.metadata.namespace }, status);
+    }
+    grm = await startResourceManager(cp);
+    controller = await startTestController(cp.kubeConfig, { registry });
+    for (const id of ACL_SHOOTS) {
+      await eventually(`${id} Succeeded`, async () => {
+        const e = await ext(id);
+        return e.status?.lastOperation?.state === 'Succeeded' && e.status.observedGeneration === e.metadata.generation;
+      }, 90_000);
+    }
+    // The resource manager has put every ACL shoot's own filter onto the default gateway.
+    await eventually('per-shoot filters applied', async () => {
+      const names = new Set((await storedFilters()).map((f) => (f['metadata'] as { name: string }).name));
+      return ACL_SHOOTS.every((id) => names.has(`acl-${id}`));
+    }, 90_000);
+    const stored = await storedFilters();
+    const pods = [];
+    for (const gateway of INGRESS_GATEWAYS) {
+      const labels = gatewayLabels(era, gateway);
+      const live = await startLiveAdsGateway({ objects: [...istioOnly, ...stored], proxy: { namespace: gateway.namespace, labels } });
+      gateways.set(gateway.namespace, live);
+      pods.push({ namespace: gateway.namespace, name: 'istio-ingressgateway-5f7b-a1', labels, ports: new Map([[15000, new URL(live.envoy.adminUrl).host]]) });
+    }
+    await cp.kubeConfig.makeApiClient(CoreV1Api).listNamespace();
+    standin = await startKubeletStandin(cp.kubeConfig, pods);
+  }, 300_000);
+
+  afterAll(async () => {
+    await controller?.stop();
+    await grm?.stop();
+    await standin?.stop();
+    for (const gateway of gateways.values()) await gateway.stop();
+    await cp?.stop();
+  });
+
+  it('with every gateway pod read, every ACL shoot is Succeeded and ControlPlaneHealthy without a note; no series in the metric', { timeout: 120_000 }, async () => {
+    for (const id of ACL_SHOOTS) {
+      await eventually(`${id} checked where served`, async () => {
+        const condition = healthy(await ext(id));
+        return condition?.status === 'True' && condition.message === 'The ACL is stored as recorded on every path and gateway.';
+      }, 90_000);
+    }
+    expect(await metric()).toEqual([]);
+  });
+
+  it('a renamed 8443 connection manager: reported within a minute on every ACL shoot\'s Extension, as a Warning Event and in the metric; cleared when it goes', { timeout: 240_000 }, async () => {
+    await createObject(cp.kubeConfig, {
+      ...RENAMER,
+      metadata: { name: RENAMER.name, namespace: RENAMER.namespace },
+      spec: {
+        workloadSelector: { labels: gatewayLabels(era, INGRESS_GATEWAYS.find((g) => g.namespace === 'istio-ingress')!) },
+        configPatches: [
+          {
+            applyTo: 'NETWORK_FILTER',
+            match: { context: 'GATEWAY', listener: { portNumber: 8443, filterChain: { filter: { name: 'envoy.filters.network.http_connection_manager' } } } },
+            patch: { operation: 'MERGE', value: { name: 'envoy.http_connection_manager' } },
+          },
+        ],
+      },
+    });
+    const written = performance.now();
+    await bridge();
+    for (const id of ACL_SHOOTS) {
+      await eventually(`${id} ProtectionNotServed`, async () => {
+        const e = await ext(id);
+        return e.status?.lastOperation?.state === 'Error' && healthy(e)?.reason === 'ProtectionNotServed';
+      }, REPORTED_WITHIN_MS);
+    }
+    const reportedMs = Math.round(performance.now() - written);
+    console.log(`[served] renamed connection manager reported on all ${ACL_SHOOTS.length} Extensions ${reportedMs} ms after the write (check every 20 s, two passes)`);
+    expect(reportedMs).toBeLessThan(REPORTED_WITHIN_MS);
+    const foo = await ext('shoot--p--foo');
+    expect(healthy(foo)).toMatchObject({
+      status: 'False',
+      reason: 'ProtectionNotServed',
+      message:
+        'The ACL is stored but not served: exposed on connect at istio-ingress/istio-ingressgateway-5f7b-a1 0.0.0.0_8443: the connection manager routes CONNECT by x-gardener-destination and no filter before its router holds a policy for the shoot: a Gardener or Istio change (a renamed or moved listener, a connection manager under another filter name) leaves the EnvoyFilter patch matching nothing there.',
+    });
+    expect(foo.status?.lastOperation?.description).toBe(healthy(foo)?.message);
+    const events = (await listAll(cp.kubeConfig, '/api/v1/namespaces/shoot--p--foo/events')).items as { reason?: string; type?: string; message?: string }[];
+    expect(events.filter((e) => e.reason === 'ProtectionNotServed' && e.type === 'Warning').map((e) => e.message)).toEqual([healthy(foo)?.message]);
+    expect((await metric()).map((v) => `${String(v.labels['shoot'])} ${String(v.labels['gateway'])} ${String(v.labels['path'])} ${String(v.labels['severity'])} ${v.value}`).sort()).toEqual(
+      ACL_SHOOTS.map((id) => `${id} istio-ingress connect exposed 1`),
+    );
+
+    await deleteObject(cp.kubeConfig, RENAMER);
+    await bridge();
+    for (const id of ACL_SHOOTS) {
+      await eventually(`${id} served again`, async () => {
+        const e = await ext(id);
+        return e.status?.lastOperation?.state === 'Succeeded' && healthy(e)?.status === 'True';
+      }, REPORTED_WITHIN_MS);
+    }
+    expect(await metric()).toEqual([]);
+  });
+});
