@@ -8,4 +8,6 @@ export const CONTROLLER_DEFAULTS = {
   combinedMinInterval: '60s',
   /** How often every gateway pod's Envoy is read to check each ACL shoot's protection is served (0: never). */
   servedCheckInterval: '20s',
+  /** Largest read of one gateway pod's Envoy config by the served check, in MiB (about 2,500 ACL shoots; bench/served-check.ts). */
+  servedCheckMaxReadMiB: 48,
 } as const;

@@ -86,8 +86,10 @@ export interface ControllerOptions {
    */
   readonly servedCheck?: {
     readonly intervalMs: number;
+    /** Largest read of one gateway pod (default DEFAULT_SERVED_READ_BYTES). */
+    readonly maxReadBytes?: number;
     /** Reads a gateway pod's Envoy (default: the API server's port-forward to its admin port). */
-    readonly readDump?: (pod: GatewayPod, signal: AbortSignal) => Promise<unknown>;
+    readonly readDump?: (pod: GatewayPod, signal: AbortSignal, maxBytes: number) => Promise<unknown>;
   };
 }
 
@@ -235,6 +237,7 @@ export class AclController {
             else for (const id of shoots) this.enqueueNamespace(id);
           },
           ...(options.servedCheck.readDump ? { readDump: options.servedCheck.readDump } : {}),
+          ...(options.servedCheck.maxReadBytes ? { maxReadBytes: options.servedCheck.maxReadBytes } : {}),
         })
       : undefined;
     this.reconciler = new ExtensionReconciler({

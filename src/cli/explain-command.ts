@@ -5,7 +5,7 @@ import { formatProblem } from '../gardener/problems.js';
 import { findLegacyChains } from '../rbac/legacy-proxy-patch.js';
 import { argsUsageError, parseCommandArgs, usageError } from './command-args.js';
 import type { CommandIO } from './render-command.js';
-import { loadSeedModel, shootsNamed } from './seed-inputs.js';
+import { SEED_INPUT_FLAGS, loadSeedModel, seedInputsProblem, shootsNamed } from './seed-inputs.js';
 
 export const EXPLAIN_USAGE = `usage: gardener-acl explain --shoot ID --client IP [--peer IP] [--path api|connect|observability|legacy]
                            [--header 'Name: value']... [--output text|json]
@@ -78,9 +78,7 @@ export async function explainCommand(argv: readonly string[], io: CommandIO): Pr
       peer: { type: 'string' },
       path: { type: 'string' },
       header: { type: 'string', multiple: true },
-      output: { type: 'string', short: 'o', default: 'text' },
-      kubeconfig: { type: 'string' },
-      config: { type: 'string' },
+      ...SEED_INPUT_FLAGS,
     },
     { allowPositionals: true },
   );
@@ -88,7 +86,8 @@ export async function explainCommand(argv: readonly string[], io: CommandIO): Pr
   const args = argsSchema.safeParse({ ...parsed.values, paths: parsed.positionals });
   if (!args.success) return argsUsageError(io, EXPLAIN_USAGE, args.error.issues, 'message-only');
   const a = args.data;
-  if (a.kubeconfig && a.paths.length > 0) return usageError(io, EXPLAIN_USAGE, 'give either --kubeconfig or PATHs, not both');
+  const conflict = seedInputsProblem(a);
+  if (conflict) return usageError(io, EXPLAIN_USAGE, conflict);
   if (a.header && a.path !== undefined && a.path !== 'connect') {
     return usageError(io, EXPLAIN_USAGE, `--header describes a CONNECT request; it has no effect on --path ${a.path}: drop --path (every path) or use --path connect`);
   }

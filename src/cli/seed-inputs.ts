@@ -16,6 +16,18 @@ import { loadKubeConfig } from './kubeconfig.js';
 import { loadDocuments } from './load-documents.js';
 import { EMBEDDED_EXAMPLE, type CommandIO } from './render-command.js';
 
+/** The flags of a command that reads a seed (with its positional PATHs) and prints a report. */
+export const SEED_INPUT_FLAGS = {
+  output: { type: 'string', short: 'o', default: 'text' },
+  kubeconfig: { type: 'string' },
+  config: { type: 'string' },
+} as const;
+
+/** A contradiction among the seed inputs, as the usage error to print; undefined when there is none. */
+export function seedInputsProblem(inputs: { readonly kubeconfig?: string | undefined; readonly paths: readonly string[] }): string | undefined {
+  return inputs.kubeconfig && inputs.paths.length > 0 ? 'give either --kubeconfig or PATHs, not both' : undefined;
+}
+
 export interface SeedInputs {
   readonly kubeconfig: string | undefined;
   readonly config: string | undefined;

@@ -7,7 +7,7 @@ import { servedGateway } from '../served/served-config.js';
 import { checkServedProtection, isProtectionFault, type ServedReport } from '../served/served-protection.js';
 import { argsUsageError, parseCommandArgs, usageError } from './command-args.js';
 import type { CommandIO } from './render-command.js';
-import { loadSeedModel, shootsNamed } from './seed-inputs.js';
+import { SEED_INPUT_FLAGS, loadSeedModel, seedInputsProblem, shootsNamed } from './seed-inputs.js';
 
 export const VERIFY_USAGE = `usage: gardener-acl verify (--config-dump FILE | --admin-url URL) [--gateway NAMESPACE]
                           [--shoot ID]... [--output text|json]
@@ -86,9 +86,7 @@ export async function verifyCommand(argv: readonly string[], io: CommandIO): Pro
       'admin-url': { type: 'string' },
       gateway: { type: 'string' },
       shoot: { type: 'string', multiple: true },
-      output: { type: 'string', short: 'o', default: 'text' },
-      kubeconfig: { type: 'string' },
-      config: { type: 'string' },
+      ...SEED_INPUT_FLAGS,
     },
     { allowPositionals: true },
   );
@@ -96,7 +94,8 @@ export async function verifyCommand(argv: readonly string[], io: CommandIO): Pro
   const args = argsSchema.safeParse({ ...parsed.values, paths: parsed.positionals });
   if (!args.success) return argsUsageError(io, VERIFY_USAGE, args.error.issues, 'message-only');
   const a = args.data;
-  if (a.kubeconfig && a.paths.length > 0) return usageError(io, VERIFY_USAGE, 'give either --kubeconfig or PATHs, not both');
+  const conflict = seedInputsProblem(a);
+  if (conflict) return usageError(io, VERIFY_USAGE, conflict);
   if ((a['config-dump'] === undefined) === (a['admin-url'] === undefined)) {
     return usageError(io, VERIFY_USAGE, 'give exactly one of --config-dump FILE (the gateway Envoy\'s /config_dump) and --admin-url URL (its admin address)');
   }

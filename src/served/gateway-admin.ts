@@ -10,6 +10,9 @@ import { z } from 'zod';
 /** Istio's admin port of a gateway's Envoy (proxyAdminPort). */
 export const ENVOY_ADMIN_PORT = 15000;
 
+/** An answer longer than the caller's budget (the read is aborted before it is held whole). */
+export class ReadBudgetExceeded extends Error {}
+
 export interface GatewayPod {
   readonly namespace: string;
   readonly name: string;
@@ -25,8 +28,8 @@ function isClosable(value: unknown): value is ClosableSocket {
   return typeof value === 'object' && value !== null && typeof (value as { close?: unknown }).close === 'function' && typeof (value as { on?: unknown }).on === 'function';
 }
 
-/** Reads `path` (e.g. /config_dump) from the pod's Envoy admin port; rejects on a non-2xx answer, a closed tunnel or `signal`. */
-export async function readEnvoyAdmin(kc: KubeConfig, pod: GatewayPod, path: string, signal: AbortSignal, port = ENVOY_ADMIN_PORT): Promise<string> {
+/** Reads `path` (e.g. /config_dump) from the pod's Envoy admin port; rejects on a non-2xx answer, a closed tunnel, `signal`, or an answer longer than `maxBytes`. */
+export async function readEnvoyAdmin(kc: KubeConfig, pod: GatewayPod, path: string, signal: AbortSignal, maxBytes = Number.MAX_SAFE_INTEGER, port = ENVOY_ADMIN_PORT): Promise<string> {
   const toPod = new PassThrough();
   const fromPod = new PassThrough();
   const errors = new PassThrough();
@@ -59,7 +62,13 @@ export async function readEnvoyAdmin(kc: KubeConfig, pod: GatewayPod, path: stri
     return await new Promise<string>((resolve, reject) => {
       const req = request({ createConnection: () => tunnel, path, method: 'GET', headers: { host: 'localhost', connection: 'close' }, signal }, (res) => {
         const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        let length = 0;
+        res.on('data', (chunk: Buffer) => {
+          length += chunk.length;
+          // Stop before holding more than the caller can afford to parse.
+          if (length > maxBytes) req.destroy(new ReadBudgetExceeded(`${path} on ${where} is larger than the read budget of ${maxBytes} bytes`));
+          else chunks.push(chunk);
+        });
         res.on('error', reject);
         res.on('end', () => {
           const body = Buffer.concat(chunks).toString('utf8');
@@ -68,7 +77,7 @@ export async function readEnvoyAdmin(kc: KubeConfig, pod: GatewayPod, path: stri
           else resolve(body);
         });
       });
-      req.on('error', (error) => reject(new Error(`port-forward to ${where}: ${forwardError.trim() || 'closed before an answer'} (${error.message})`)));
+      req.on('error', (error) => reject(error instanceof ReadBudgetExceeded ? error : new Error(`port-forward to ${where}: ${forwardError.trim() || 'closed before an answer'} (${error.message})`)));
       req.end();
     });
   } finally {
@@ -85,11 +94,14 @@ export const SERVED_CHECK_READS = ['/config_dump?resource=dynamic_listeners', '/
 
 const configsSchema = z.looseObject({ configs: z.array(z.unknown()).default([]) });
 
-/** The pod's Envoy config, as one dump of the SERVED_CHECK_READS (read with servedGateway). */
-export async function readGatewayConfigDump(kc: KubeConfig, pod: GatewayPod, signal: AbortSignal): Promise<unknown> {
+/** The pod's Envoy config, as one dump of the SERVED_CHECK_READS (read with servedGateway); at most `maxBytes` in all. */
+export async function readGatewayConfigDump(kc: KubeConfig, pod: GatewayPod, signal: AbortSignal, maxBytes = Number.MAX_SAFE_INTEGER): Promise<unknown> {
   const configs: unknown[] = [];
+  let budget = maxBytes;
   for (const path of SERVED_CHECK_READS) {
-    const parsed = configsSchema.safeParse(JSON.parse(await readEnvoyAdmin(kc, pod, path, signal)));
+    const text = await readEnvoyAdmin(kc, pod, path, signal, budget);
+    budget -= Buffer.byteLength(text);
+    const parsed = configsSchema.safeParse(JSON.parse(text));
     if (!parsed.success) throw new Error(`GET ${path} on ${pod.namespace}/${pod.name}: not an Envoy config dump`);
     configs.push(...parsed.data.configs);
   }

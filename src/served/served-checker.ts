@@ -1,9 +1,11 @@
-// The controller's served check: every interval, each gateway pod's Envoy is read (listeners,
-// routes, ECDS names through the API server's port-forward, see gateway-admin.ts) and judged by
-// checkServedProtection against the ACL shoots the Extensions record as applied. A shoot whose
-// protection is stored but not served (exposed or cut off on some path of some pod) is reported
-// once seen on two passes in a row (a push in flight is not a fault): the caller turns it into
-// the Extension's status and an Event; this class keeps the metrics.
+// The controller's served check: every interval, one pod of each gateway (in turn: the pods take
+// the same config from istiod, and one read of a large gateway is tens of MiB) has its Envoy read
+// (listeners, routes, ECDS names through the API server's port-forward, see gateway-admin.ts) and
+// judged by checkServedProtection against the ACL shoots the Extensions record as applied. A
+// shoot whose protection is stored but not served (exposed or cut off on some path) is reported
+// once seen on two reads of the gateway in a row (a push in flight is not a fault); a pass that
+// sees a new fault is followed by the next one after `confirmDelayMs`, not the whole interval.
+// The caller turns reports into the Extension's status and an Event; this class keeps the metrics.
 //
 // What cannot be read is never taken as "served" nor as "not served": a gateway none of whose
 // pods could be read keeps its previous findings and is named as unchecked.
@@ -14,7 +16,7 @@ import { z } from 'zod';
 import type { GatewayWorkload, SeedAcl } from '../acl/model.js';
 import { describeError } from '../kube/errors.js';
 import { restRequest } from '../kube/rest.js';
-import { readGatewayConfigDump, type GatewayPod } from './gateway-admin.js';
+import { ReadBudgetExceeded, readGatewayConfigDump, type GatewayPod } from './gateway-admin.js';
 import { servedGateway } from './served-config.js';
 import { checkServedProtection, isProtectionFault, type ServedFinding } from './served-protection.js';
 
@@ -34,9 +36,16 @@ export interface ServedCheckerDeps {
   /** Shoots whose reported faults changed (appeared, changed or cleared); `everyShoot` when the set of unchecked gateways changed, which every shoot's status names. */
   readonly onChange: (technicalIDs: ReadonlySet<string>, everyShoot: boolean) => void;
   /** Reads a pod's Envoy (default: through the API server's port-forward). */
-  readonly readDump?: (pod: GatewayPod, signal: AbortSignal) => Promise<unknown>;
+  readonly readDump?: (pod: GatewayPod, signal: AbortSignal, maxBytes: number) => Promise<unknown>;
   readonly readTimeoutMs?: number;
+  /** Largest read of one pod (listeners and routes); a larger gateway is reported unchecked rather than parsed. */
+  readonly maxReadBytes?: number;
+  /** Delay of the pass that confirms a new fault (default 5 s). */
+  readonly confirmDelayMs?: number;
 }
+
+/** Default read budget per pod: a gateway of about 2,500 ACL shoots (bench/served-check.ts: 18 MiB at 1,000), parsed with well under the chart's 256 MiB heap. */
+export const DEFAULT_SERVED_READ_BYTES = 48 * 2 ** 20;
 
 const podListSchema = z.object({
   items: z.array(
@@ -55,6 +64,8 @@ function selectorOf(labels: Readonly<Record<string, string>>): string {
 }
 
 const faultKey = (f: ServedFault): string => `${f.gateway}|${f.pod}|${f.path}|${f.severity}|${f.where}|${f.cause}`;
+/** The same fault on any pod of the gateway. */
+const gatewayKey = (f: ServedFault): string => `${f.gateway}|${f.path}|${f.severity}|${f.where}|${f.cause}`;
 
 export class ServedChecker {
   private timer: NodeJS.Timeout | undefined;
@@ -67,6 +78,10 @@ export class ServedChecker {
   /** Gateway namespace → why none of its pods could be read in the last pass. */
   private unchecked = new Map<string, string>();
   private checked = false;
+  /** Per gateway namespace, the index of the pod read next. */
+  private readonly turn = new Map<string, number>();
+  /** The last pass saw faults not yet reported: confirm them soon. */
+  private confirming = false;
   private readonly faultsGauge: Gauge;
   private readonly absentGauge: Gauge;
   private readonly readErrors: Counter;
@@ -100,7 +115,7 @@ export class ServedChecker {
     const tick = (): void => {
       this.running = this.checkOnce().catch((error: unknown) => this.deps.logger.warn({ err: describeError(error) }, 'served check failed'));
       void this.running.finally(() => {
-        if (!this.abort.signal.aborted) this.timer = setTimeout(tick, this.deps.intervalMs);
+        if (!this.abort.signal.aborted) this.timer = setTimeout(tick, this.confirming ? (this.deps.confirmDelayMs ?? 5_000) : this.deps.intervalMs);
       });
     };
     this.timer = setTimeout(tick, 0);
@@ -133,7 +148,8 @@ export class ServedChecker {
     const seen = new Map<string, Map<string, ServedFault>>();
     const unchecked = new Map<string, string>();
     const kept = new Set<string>();
-    const read = this.deps.readDump ?? ((pod: GatewayPod, signal: AbortSignal) => readGatewayConfigDump(this.deps.kubeConfig, pod, signal));
+    const read = this.deps.readDump ?? ((pod: GatewayPod, signal: AbortSignal, maxBytes: number) => readGatewayConfigDump(this.deps.kubeConfig, pod, signal, maxBytes));
+    const maxBytes = this.deps.maxReadBytes ?? DEFAULT_SERVED_READ_BYTES;
     this.absentGauge.reset();
     for (const gateway of seed.gateways) {
       let pods: string[];
@@ -150,14 +166,21 @@ export class ServedChecker {
       let readPods = 0;
       let lastError = '';
       let absent = 0;
-      for (const pod of pods) {
+      // One pod per pass, in turn; the next one only when a read fails.
+      const first = (this.turn.get(gateway.namespace) ?? 0) % pods.length;
+      this.turn.set(gateway.namespace, first + 1);
+      for (const pod of [...pods.slice(first), ...pods.slice(0, first)]) {
         if (this.abort.signal.aborted) return;
+        if (readPods > 0) break;
         let dump: unknown;
         try {
-          dump = await read({ namespace: gateway.namespace, name: pod }, AbortSignal.any([this.abort.signal, AbortSignal.timeout(this.deps.readTimeoutMs ?? 60_000)]));
+          dump = await read({ namespace: gateway.namespace, name: pod }, AbortSignal.any([this.abort.signal, AbortSignal.timeout(this.deps.readTimeoutMs ?? 60_000)]), maxBytes);
         } catch (error) {
           this.readErrors.inc({ gateway: gateway.namespace });
-          lastError = `${pod}: ${describeError(error)}`;
+          lastError =
+            error instanceof ReadBudgetExceeded
+              ? `${pod}: its config is larger than the served check's read budget of ${Math.round(maxBytes / 2 ** 20)} MiB (--served-check-max-read-mib; raise it together with the controller's heap)`
+              : `${pod}: ${describeError(error)}`;
           continue;
         }
         const served = servedGateway(dump);
@@ -204,11 +227,14 @@ export class ServedChecker {
   /** Reports what was seen on this pass and the one before; returns whose reported faults changed. */
   private publish(seen: ReadonlyMap<string, ReadonlyMap<string, ServedFault>>): Set<string> {
     const next = new Map<string, readonly ServedFault[]>();
+    let unconfirmed = false;
     for (const [id, byKey] of seen) {
-      const before = this.lastSeen.get(id);
-      const confirmed = [...byKey].filter(([key]) => before?.has(key) === true || this.reported.get(id)?.some((f) => faultKey(f) === key) === true).map(([, f]) => f);
+      const known = new Set([...(this.lastSeen.get(id)?.values() ?? []), ...(this.reported.get(id) ?? [])].map(gatewayKey));
+      const confirmed = [...byKey.values()].filter((f) => known.has(gatewayKey(f)));
+      if (confirmed.length < byKey.size) unconfirmed = true;
       if (confirmed.length > 0) next.set(id, confirmed.sort((a, b) => faultKey(a).localeCompare(faultKey(b))));
     }
+    this.confirming = unconfirmed;
     const changed = new Set<string>();
     for (const id of new Set([...next.keys(), ...this.reported.keys()])) {
       const a = (this.reported.get(id) ?? []).map(faultKey).join('\n');

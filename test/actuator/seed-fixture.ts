@@ -117,7 +117,7 @@ export async function startTestController(
     combinedMinIntervalMs?: number;
     registry?: Registry;
     /** The served check reads gateway pods through the API server's port-forward unless this is given. */
-    readDump?: (pod: GatewayPod, signal: AbortSignal) => Promise<unknown>;
+    readDump?: (pod: GatewayPod, signal: AbortSignal, maxBytes: number) => Promise<unknown>;
   } = {},
 ): Promise<AclController> {
   const controller = new AclController({

@@ -14,7 +14,7 @@ const NON_DEFAULT_SEED = {
   replicas: 3,
   priorityClassName: '',
   logLevel: 'debug',
-  controller: { workers: 2, resyncPeriod: '5m', combinedMinInterval: '30s', servedCheckInterval: '45s', probePort: 9090, leaderElection: { enabled: true, id: 'acl-leader', leaseDuration: '30s', renewDeadline: '20s', retryPeriod: '5s' } },
+  controller: { workers: 2, resyncPeriod: '5m', combinedMinInterval: '30s', servedCheckInterval: '45s', servedCheckMaxReadMiB: 96, probePort: 9090, leaderElection: { enabled: true, id: 'acl-leader', leaseDuration: '30s', renewDeadline: '20s', retryPeriod: '5s' } },
   config: { additionalAllowedCIDRs: ['192.0.2.0/24', '2001:db8::/32'], maxCIDRs: 200, protectedHeaders: ['X-Gardener-Destination'], protectedPorts: [8443], sniPort: 9443, legacyProxyPort: 8443, maxObjectBytes: 262144 },
   webhook: { enabled: false },
   gardener: { version: '1.130.0', seed: { name: 'aws-eu1', provider: 'aws', networks: { nodes: '10.250.0.0/16' } }, garden: { clusterIdentity: 'landscape' } },
@@ -98,7 +98,7 @@ describe('seed chart rendering', () => {
     expect(controller?.args).toEqual([
       'controller', '--config=/etc/gardener-acl/config/config.yaml', '--leader-elect=true', '--leader-election-id=acl-leader',
       '--lease-duration=30s', '--renew-deadline=20s', '--retry-period=5s', '--probe-port=9090', '--workers=2',
-      '--resync-period=5m', '--combined-min-interval=30s', '--served-check-interval=45s', '--graceful-shutdown-timeout=30s', '--log-level=debug',
+      '--resync-period=5m', '--combined-min-interval=30s', '--served-check-interval=45s', '--served-check-max-read-mib=96', '--graceful-shutdown-timeout=30s', '--log-level=debug',
       // webhook.enabled false: the controller deletes what an earlier managed install registered.
       '--no-seed-webhook',
     ]);
@@ -158,6 +158,7 @@ describe('seed chart rendering', () => {
         `--resync-period=${CONTROLLER_DEFAULTS.resyncPeriod}`,
         `--combined-min-interval=${CONTROLLER_DEFAULTS.combinedMinInterval}`,
         `--served-check-interval=${CONTROLLER_DEFAULTS.servedCheckInterval}`,
+        `--served-check-max-read-mib=${CONTROLLER_DEFAULTS.servedCheckMaxReadMiB}`,
       ]),
     );
   });

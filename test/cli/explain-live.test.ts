@@ -6,9 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { explainCommand } from '../../src/cli/explain-command.js';
 import { loadDocuments } from '../../src/cli/load-documents.js';
 import { EMBEDDED_EXAMPLE } from '../../src/cli/render-command.js';
-import { createObject, patchStatus, type ObjectToWrite } from '../../src/kube/objects-client.js';
+import { patchStatus, type ObjectToWrite } from '../../src/kube/objects-client.js';
 import type { ControlPlane } from '../kube/control-plane.js';
-import { startWithCRDs } from '../kube/kube-test-helpers.js';
+import { startWithObjects } from '../kube/kube-test-helpers.js';
 
 const OPERATOR_CONFIG = path.join(EMBEDDED_EXAMPLE, '00-operator.yaml');
 const SHOOTS = ['shoot--ci--runner', 'shoot--team--prod', 'shoot--team--prod-eu', 'shoot--web--shop', 'shoot-legacy--old'];
@@ -38,15 +38,8 @@ describe('gardener-acl explain on a live seed (real kube-apiserver)', () => {
       if (o.kind === 'Infrastructure') return { ...o, spec: { type: 'local', region: 'r', ...spec } };
       return o;
     };
-    const kubeObjects = objects.map((o) => complete(o.object as ObjectToWrite)).filter((o) => o.kind !== 'OperatorConfiguration');
-    const namespaces = [...new Set(kubeObjects.flatMap((o) => (o.metadata.namespace ? [o.metadata.namespace] : [])))];
-    cp = await startWithCRDs(namespaces);
-    for (const object of kubeObjects) {
-      await createObject(cp.kubeConfig, object);
-      // Status (egress CIDRs, load balancer ipMode) is written through its subresource, as its owners do.
-      const status = object['status'] as Record<string, unknown> | undefined;
-      if (status) await patchStatus(cp.kubeConfig, { apiVersion: object.apiVersion, kind: object.kind, name: object.metadata.name, namespace: object.metadata.namespace }, status);
-    }
+    // Status (egress CIDRs, load balancer ipMode) is written through its subresource, as its owners do.
+    cp = await startWithObjects(objects.map((o) => complete(o.object as ObjectToWrite)).filter((o) => o.kind !== 'OperatorConfiguration'));
   }, 120_000);
 
   afterAll(async () => {

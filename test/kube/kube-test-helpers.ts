@@ -1,7 +1,7 @@
 /** Shared fixtures of the src/kube tests that run against the real kube-apiserver. */
 import { pino, type Logger } from 'pino';
 
-import { createObject, type ObjectToWrite } from '../../src/kube/objects-client.js';
+import { createObject, patchStatus, type ObjectToWrite } from '../../src/kube/objects-client.js';
 import { startControlPlane, type ControlPlane } from './control-plane.js';
 
 /** Logs stay quiet unless TEST_LOG_LEVEL is set (e.g. TEST_LOG_LEVEL=debug). */
@@ -48,4 +48,19 @@ export async function eventually<T>(
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await sleep(25);
   }
+}
+
+/**
+ * A control plane holding `objects` (their namespaces created first), each stored as its owner
+ * stores it: the object, then its status through the status subresource.
+ */
+export async function startWithObjects(objects: readonly ObjectToWrite[]): Promise<ControlPlane> {
+  const namespaces = [...new Set(objects.flatMap((o) => (o.metadata.namespace ? [o.metadata.namespace] : [])))];
+  const cp = await startWithCRDs(namespaces);
+  for (const object of objects) {
+    await createObject(cp.kubeConfig, object);
+    const status = object['status'] as Record<string, unknown> | undefined;
+    if (status) await patchStatus(cp.kubeConfig, { apiVersion: object.apiVersion, kind: object.kind, name: object.metadata.name, namespace: object.metadata.namespace }, status);
+  }
+  return cp;
 }

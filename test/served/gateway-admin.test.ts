@@ -6,7 +6,7 @@
 import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seedModelFromObjects } from '../../src/render/seed-render.js';
-import { readGatewayConfigDump } from '../../src/served/gateway-admin.js';
+import { ReadBudgetExceeded, readGatewayConfigDump } from '../../src/served/gateway-admin.js';
 import { servedGateway } from '../../src/served/served-config.js';
 import { checkServedProtection } from '../../src/served/served-protection.js';
 import { ERAS } from '../istio/eras.js';
@@ -57,6 +57,12 @@ describe('a gateway pod\'s config dump through the API server\'s port-forward (k
 
   it('three reads in a row each get a whole dump (one forwarded connection per read, closed after it)', { timeout: 60_000 }, async () => {
     for (let i = 0; i < 3; i++) expect(servedGateway(await readGatewayConfigDump(cp.kubeConfig, POD, AbortSignal.timeout(30_000))).listeners.length).toBeGreaterThan(0);
+  });
+
+  it('a read larger than the budget is aborted before it is held, with the size named (the controller reports the gateway unchecked)', { timeout: 60_000 }, async () => {
+    const error = await readGatewayConfigDump(cp.kubeConfig, POD, AbortSignal.timeout(30_000), 64 * 1024).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ReadBudgetExceeded);
+    expect(String(error)).toBe('Error: /config_dump?resource=dynamic_listeners on istio-ingress/istio-ingressgateway-7d9c-x2:15000 is larger than the read budget of 65536 bytes');
   });
 
   it('a pod whose port cannot be reached: the read fails with the pod and port named, within its deadline', { timeout: 60_000 }, async () => {
