@@ -53,7 +53,11 @@ const DUMP_TIMEOUT_MS = 60_000;
 async function readDump(source: { file?: string; url?: string }, io: CommandIO): Promise<unknown> {
   if (source.url !== undefined) {
     const url = `${source.url.replace(/\/+$/, '')}/config_dump`;
-    const response = await fetch(url, { signal: AbortSignal.timeout(DUMP_TIMEOUT_MS) });
+    const response = await fetch(url, { signal: AbortSignal.timeout(DUMP_TIMEOUT_MS) }).catch((error: unknown) => {
+      // fetch says only "fetch failed"; the reason is its cause.
+      const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : describeError(error);
+      throw new Error(`GET ${url}: ${cause}`);
+    });
     if (!response.ok) throw new Error(`GET ${url}: HTTP ${response.status}`);
     return (await response.json()) as unknown;
   }
