@@ -182,8 +182,12 @@ export function planCombinedWrites(input: {
   const sortedGateways = [...gateways].sort((a, b) => a.namespace.localeCompare(b.namespace));
   const gatewayByNamespace = new Map(sortedGateways.map((g) => [g.namespace, g]));
 
+  // No acl Extension at all (the last one was deleted; Gardener removes an extension no shoot on the
+  // seed uses): nothing of ours stays on the gateways, each object after what names it. As long
+  // as one exists, even without a recorded ACL yet, the layout stays (its going drains every tunnel).
+  const nothingWanted = shoots.length === 0 && keptAsIs.size === 0;
   const finals = new Map<string, PlannedShard>();
-  for (const gateway of sortedGateways) {
+  for (const gateway of nothingWanted ? [] : sortedGateways) {
     for (const port of form.shardPorts) {
       for (const { index, entries } of placement.shards) {
         const write = form.shard(gateway, port, index, new Map());
@@ -375,7 +379,13 @@ export class CombinedSyncer {
    */
   holds(technicalID: string): boolean {
     for (const [namespace, ids] of this.storedReading().held) if (ids.has(technicalID) && !this.refusedNamespaces.has(namespace)) return true;
-    return false;
+    // The last acl Extension going: it waits for the whole layout to go (README "Uninstall"), so
+    // that Gardener, which uninstalls the extension once no Extension is left, finds nothing of ours.
+    // Only what a sync would delete counts: objects in a namespace that refuses writes, or where no gateway selector can be trusted, never hold it.
+    const othersActive = this.deps.extensions().some((e) => e.metadata.namespace !== technicalID && isActive(e));
+    if (othersActive) return false;
+    const { namespaces } = this.storedReading();
+    return this.deps.existing().some((f) => namespaces.includes(f.metadata.namespace) && !this.refusedNamespaces.has(f.metadata.namespace));
   }
 
   /**

@@ -45,6 +45,7 @@ export interface ExtensionReconcilerDeps {
 /** The served check's answers the reconciler reads. */
 export interface ServedView {
   faultsOf(technicalID: string): readonly ServedFault[];
+  absentFor(technicalID: string): readonly ServedFault[];
   uncheckedReason(): string | undefined;
 }
 
@@ -170,7 +171,8 @@ export class ExtensionReconciler {
     if ('outcome' in result) return result.outcome;
     // Only reconcile and restore speak for the shoot's protection; an error keeps what was reported.
     const faults = result.kind === 'done' ? (this.deps.served?.faultsOf(ext.metadata.namespace) ?? []) : [];
-    const verdict = result.kind === 'done' ? servedVerdict(protectionVerdict(result), faults, this.deps.served?.uncheckedReason()) : protectionVerdict(result);
+    const verdict =
+      result.kind === 'done' ? servedVerdict(protectionVerdict(result), faults, this.deps.served?.uncheckedReason(), this.deps.served?.absentFor(ext.metadata.namespace)) : protectionVerdict(result);
     const conditions = conditionsWith(ext, verdict, this.deps.now());
     if (result.kind === 'pending') return this.pending(ext, type, result, conditions);
     const stateChanged = result.state !== undefined && !jsonEqual(ext.status?.['state'] ?? null, result.state);

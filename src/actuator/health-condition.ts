@@ -6,7 +6,7 @@
 // CONNECT filters (outside any ManagedResource) do not hold a shoot on some gateway.
 import type { Extension } from '../gardener/objects.js';
 import type { ActuatorResult } from './actuator.js';
-import { describeServedFaults, type ServedFault } from '../served/served-checker.js';
+import { describeAbsentTargets, describeServedFaults, type ServedFault } from '../served/served-checker.js';
 
 export const CONTROL_PLANE_HEALTHY = 'ControlPlaneHealthy';
 
@@ -35,10 +35,10 @@ export function protectionVerdict(result: ActuatorResult): Verdict {
  * some gateway pod serves the shoot without its filter or refuses it whole; a note when some
  * gateway could not be checked (what is stored is then all that is known).
  */
-export function servedVerdict(verdict: Verdict, faults: readonly ServedFault[], unchecked: string | undefined): Verdict {
+export function servedVerdict(verdict: Verdict, faults: readonly ServedFault[], unchecked: string | undefined, absent: readonly ServedFault[] = []): Verdict {
   if (faults.length > 0) return { status: 'False', reason: 'ProtectionNotServed', message: describeServedFaults(faults) };
-  if (unchecked !== undefined) return { ...verdict, message: `${verdict.message} Not checked where it is served: ${unchecked}.` };
-  return verdict;
+  const notes = [...(unchecked !== undefined ? [`Not checked where it is served: ${unchecked}.`] : []), ...(absent.length > 0 ? [describeAbsentTargets(absent)] : [])];
+  return notes.length === 0 ? verdict : { ...verdict, message: [verdict.message, ...notes].join(' ') };
 }
 
 function storedConditions(ext: Extension): Condition[] {

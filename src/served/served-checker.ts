@@ -63,6 +63,9 @@ function selectorOf(labels: Readonly<Record<string, string>>): string {
     .join(',');
 }
 
+/** The key of findings about every shoot alike (a patch target a gateway does not serve). */
+const GATEWAY_WIDE = '';
+
 const faultKey = (f: ServedFault): string => `${f.gateway}|${f.pod}|${f.path}|${f.severity}|${f.where}|${f.cause}`;
 /** The same fault on any pod of the gateway. */
 const gatewayKey = (f: ServedFault): string => `${f.gateway}|${f.path}|${f.severity}|${f.where}|${f.cause}`;
@@ -101,7 +104,12 @@ export class ServedChecker {
 
   /** The shoot's reported faults (empty: none known). */
   faultsOf(technicalID: string): readonly ServedFault[] {
-    return this.reported.get(technicalID) ?? [];
+    return (this.reported.get(technicalID) ?? []).filter(isProtectionFault);
+  }
+
+  /** Patch targets the gateways do not serve (no exposure): the shoot's own and every gateway-wide one. */
+  absentFor(technicalID: string): readonly ServedFault[] {
+    return [...(this.reported.get(GATEWAY_WIDE) ?? []), ...(this.reported.get(technicalID) ?? []).filter((f) => !isProtectionFault(f))];
   }
 
   /** Why the check could not judge some gateway (undefined: every gateway was read, or no pass has run yet). */
@@ -165,7 +173,6 @@ export class ServedChecker {
       }
       let readPods = 0;
       let lastError = '';
-      let absent = 0;
       // One pod per pass, in turn; the next one only when a read fails.
       const first = (this.turn.get(gateway.namespace) ?? 0) % pods.length;
       this.turn.set(gateway.namespace, first + 1);
@@ -190,16 +197,14 @@ export class ServedChecker {
         }
         readPods++;
         const report = checkServedProtection(seed, gateway.namespace, served);
-        absent = Math.max(absent, report.findings.filter((f) => !isProtectionFault(f)).length);
-        for (const finding of report.findings.filter(isProtectionFault)) {
+        for (const finding of report.findings) {
           const fault: ServedFault = { ...finding, gateway: gateway.namespace, pod };
-          const id = finding.technicalID ?? '';
+          const id = finding.technicalID ?? GATEWAY_WIDE;
           const byKey = seen.get(id) ?? new Map<string, ServedFault>();
           byKey.set(faultKey(fault), fault);
           seen.set(id, byKey);
         }
       }
-      this.absentGauge.set({ gateway: gateway.namespace }, absent);
       if (readPods === 0) {
         unchecked.set(gateway.namespace, `no pod's Envoy could be read (${lastError})`);
         kept.add(gateway.namespace);
@@ -219,7 +224,8 @@ export class ServedChecker {
     this.lastSeen = seen;
     this.unchecked = unchecked;
     this.checked = true;
-    const everyShoot = [...unchecked].join('\n') !== uncheckedBefore;
+    // What concerns every shoot (an unchecked gateway, a gateway-wide absent target) is in every shoot's status.
+    const everyShoot = [...unchecked].join('\n') !== uncheckedBefore || changed.delete(GATEWAY_WIDE);
     if (changed.size > 0 || everyShoot) this.deps.onChange(changed, everyShoot);
     this.passSeconds.observe((performance.now() - started) / 1000);
   }
@@ -242,15 +248,29 @@ export class ServedChecker {
       if (a !== b) changed.add(id);
     }
     this.faultsGauge.reset();
-    for (const faults of next.values()) for (const f of faults) this.faultsGauge.inc({ shoot: f.technicalID ?? '', gateway: f.gateway, pod: f.pod, path: f.path, severity: f.severity });
+    this.absentGauge.reset();
+    for (const findings of next.values()) {
+      for (const f of findings) {
+        if (isProtectionFault(f)) this.faultsGauge.inc({ shoot: f.technicalID ?? '', gateway: f.gateway, pod: f.pod, path: f.path, severity: f.severity });
+        else this.absentGauge.inc({ gateway: f.gateway });
+      }
+    }
     for (const id of changed) {
-      const faults = next.get(id) ?? [];
+      const faults = (next.get(id) ?? []).filter(isProtectionFault);
+      if (id === GATEWAY_WIDE) continue;
       if (faults.length > 0) this.deps.logger.warn({ shoot: id, faults: faults.map((f) => `${f.severity} ${f.path} ${f.gateway}/${f.pod} ${f.where}: ${f.cause}`) }, 'protection stored but not served');
-      else this.deps.logger.info({ shoot: id }, 'protection served again');
+      else if ((this.reported.get(id) ?? []).some(isProtectionFault)) this.deps.logger.info({ shoot: id }, 'protection served again');
     }
     this.reported = next;
     return changed;
   }
+}
+
+/** The note on a protected shoot's condition for patch targets the gateways do not serve. */
+export function describeAbsentTargets(absent: readonly ServedFault[], shown = 3): string {
+  const lines = absent.slice(0, shown).map((f) => `${f.gateway} ${f.where}: ${f.cause}`);
+  const more = absent.length > shown ? ` (and ${absent.length - shown} more)` : '';
+  return `Patches that match nothing (nothing exposed): ${lines.join('; ')}${more}.`;
 }
 
 /** The condition text for a shoot's reported faults: the first few, and how many more. */

@@ -342,9 +342,16 @@ describe('the ECDS form in the write plan', () => {
     expect(new Set(written).size).toBe(1);
     expect(isBucket(written[0]!)).toBe(true);
     expect(change.deletions).toEqual([]);
-    // No ACL shoot at all: the listener parts and empty buckets stay (their going would drain every tunnel).
+    // An acl Extension without a recorded ACL (a new shoot): the listener parts and buckets stay (their going would drain every tunnel).
+    const pending = planCombinedWrites({ operator: ECDS, gateways: GATEWAYS, shoots: [], stored: [...store.values()], unreadable: ['shoot--new--one'] });
+    expect(pending.deletions).toEqual([]);
+    // No acl Extension at all (the last one deleted, the extension about to be uninstalled): everything goes, the listener parts before the buckets they name.
     const none = planCombinedWrites({ operator: ECDS, gateways: GATEWAYS, shoots: [], stored: [...store.values()] });
-    expect(none.deletions).toEqual([]);
+    expect([...none.grow, ...none.settle]).toEqual([]);
+    expect(none.deletions).toHaveLength(store.size);
+    const ranks = none.deletions.map((d) => (isBucket(d.metadata.name) ? 1 : 0));
+    expect(ranks).toEqual([...ranks].sort((a, b) => a - b));
+    expect(ranks.filter((r) => r === 0)).toHaveLength(GATEWAYS.length * ECDS.protectedPorts.length);
   });
 
   it('from nothing, the plan writes exactly the objects the render builds (buildEcdsConnectObjects)', () => {

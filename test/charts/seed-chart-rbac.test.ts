@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MANAGED_RESOURCE_NAME } from '../../src/actuator/managed-resource.js';
 import { listAll } from '../../src/kube/list-watch.js';
-import { createObject, getObject, serverSideApply, type ObjectToWrite } from '../../src/kube/objects-client.js';
+import { createObject, deleteObject, getObject, serverSideApply, type ObjectToWrite } from '../../src/kube/objects-client.js';
 import { DEFAULT_GW, allowRule, createSeed, technicalID, type ShootFixture } from '../actuator/seed-fixture.js';
 import { installCRDs, type ControlPlane } from '../kube/control-plane.js';
 import { eventually, startWithCRDs } from '../kube/kube-test-helpers.js';
@@ -151,4 +151,28 @@ describe('seed chart RBAC on a real kube-apiserver', () => {
     await serverSideApply(cp.kubeConfig, role as unknown as ObjectToWrite, 'test', true);
     await eventually('Extension acl of shoot b Succeeded once the rule is back', async () => (await ext(B))?.status?.lastOperation?.state === 'Succeeded', 90_000);
   }, 200_000);
+
+  it('uninstall leaves nothing of ours on the gateways: the last ACL shoot\'s deletion takes the combined filters along, then the chart\'s objects go as the resource manager deletes them; what remains is listed', async () => {
+    const ours = async (path: string) => (await listAll(cp.kubeConfig, path, { labelSelector: 'app.kubernetes.io/managed-by=gardener-acl' })).items.map((o) => `${(o as KubeObject).metadata.namespace ?? ''}/${(o as KubeObject).metadata.name}`);
+    expect((await ours('/apis/networking.istio.io/v1alpha3/envoyfilters')).length).toBeGreaterThan(0);
+    // Gardener deletes the shoots' Extensions; with none left it uninstalls the extension (ControllerInstallation, OnDemand).
+    for (const s of [A, B]) await deleteObject(cp.kubeConfig, { apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension', name: 'acl', namespace: technicalID(s) });
+    await eventually('both Extensions deleted (finalizers released)', async () => (await ext(A)) === undefined && (await ext(B)) === undefined, 120_000).catch((error: unknown) => {
+      throw new Error(`${(error as Error).message}\ncontroller output (end):\n${controller?.output().slice(-4000)}`);
+    });
+    // Before the finalizer went, the combined filters (listener parts and buckets) and the per-shoot filters had gone.
+    expect(await ours('/apis/networking.istio.io/v1alpha3/envoyfilters')).toEqual([]);
+    expect(await ours('/apis/resources.gardener.cloud/v1alpha1/managedresources')).toEqual([]);
+    controller?.child.kill('SIGTERM');
+    await eventually('the controller exited', () => controller?.child.exitCode !== null, 60_000);
+    controller = undefined;
+    // The resource manager deletes what the chart rendered.
+    for (const obj of [...objects].reverse()) await deleteObject(cp.kubeConfig, { apiVersion: obj.apiVersion, kind: obj.kind, name: obj.metadata.name, ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}) });
+    // What remains that the controller made: its two Leases in the release namespace, which
+    // Gardener deletes with the extension's namespace; no EnvoyFilter, ManagedResource or webhook registration.
+    const leases = (await listAll(cp.kubeConfig, `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases`)).items.map((l) => (l as KubeObject).metadata.name).sort();
+    expect(leases).toEqual(['gardener-acl-leader-election', 'gardener-extension-heartbeat']);
+    expect(await ours('/apis/networking.istio.io/v1alpha3/envoyfilters')).toEqual([]);
+    expect((await listAll(cp.kubeConfig, '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations')).items.map((w) => (w as KubeObject).metadata.name)).toEqual([]);
+  }, 300_000);
 });

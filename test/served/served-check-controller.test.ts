@@ -169,4 +169,29 @@ describe('served check in the controller (real kube-apiserver, resource manager,
     }
     expect(await metric()).toEqual([]);
   });
+
+  it('port 8132 no longer routed (Gardener\'s CONNECT filters for it removed): reported on every ACL shoot\'s Extension as a patch that matches nothing, Succeeded (nothing exposed), and in the metric; gone when they return', { timeout: 240_000 }, async () => {
+    const gardener8132 = objects.filter((o) => o['kind'] === 'EnvoyFilter' && ['reversed-vpn', 'http-connect-listener', 'proxy-protocol-vpn'].includes((o['metadata'] as { name: string }).name) && (o['metadata'] as { namespace: string }).namespace === 'istio-ingress');
+    expect(gardener8132).toHaveLength(3);
+    for (const f of gardener8132) await deleteObject(cp.kubeConfig, { apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name: (f['metadata'] as { name: string }).name, namespace: 'istio-ingress' });
+    const written = performance.now();
+    await bridge();
+    const note =
+      'Patches that match nothing (nothing exposed): istio-ingress port 8132: no connection manager on 0.0.0.0_8132 routes by reversed-vpn or x-gardener-destination: the combined CONNECT patches for port 8132 match nothing there.';
+    for (const id of ACL_SHOOTS) {
+      await eventually(`${id} notes port 8132`, async () => {
+        const e = await ext(id);
+        return e.status?.lastOperation?.state === 'Succeeded' && healthy(e)?.status === 'True' && healthy(e)?.message === `The ACL is stored as recorded on every path and gateway. ${note}`;
+      }, REPORTED_WITHIN_MS);
+    }
+    console.log(`[served] port 8132 no longer routed: noted on all ${ACL_SHOOTS.length} Extensions ${Math.round(performance.now() - written)} ms after the write`);
+    expect(await metric()).toEqual([]);
+    const absent = (await registry.getSingleMetric('gardener_acl_served_patch_targets_absent')?.get())?.values ?? [];
+    expect(absent.filter((v) => v.value > 0).map((v) => `${String(v.labels['gateway'])} ${v.value}`)).toEqual(['istio-ingress 1']);
+    for (const f of gardener8132) await createObject(cp.kubeConfig, complete(f));
+    await bridge();
+    for (const id of ACL_SHOOTS) {
+      await eventually(`${id} note gone`, async () => healthy(await ext(id))?.message === 'The ACL is stored as recorded on every path and gateway.', REPORTED_WITHIN_MS);
+    }
+  });
 });
