@@ -26,7 +26,7 @@ export const TUNNEL_HOP_PRIORITY = 1000;
 export const HOP_SERVICES = ['vpn-seed-server', 'vpn-seed-server-0', 'vpn-seed-server-1'] as const;
 const VPN_PORT = 1194;
 const METADATA_NAMESPACE = 'gardener-acl';
-const TCP_PROXY_TYPE = 'type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy';
+export const TCP_PROXY_TYPE = 'type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy';
 /** Envoy's default of 1024 connections per cluster would cap a shoot's tunnels; Istio sets the same maximum on its own clusters. */
 const UNLIMITED = 4294967295;
 

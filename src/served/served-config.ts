@@ -8,10 +8,10 @@ import { z } from 'zod';
 import { parseTechnicalID } from '../acl/shoot-identity.js';
 import { HTTP_RBAC_TYPE, NETWORK_RBAC_TYPE } from '../rbac/envoy-rbac-types.js';
 import { lookupOf } from '../rbac/connect-matcher.js';
+import { TCP_PROXY_TYPE } from '../rbac/tunnel-hop.js';
 
-const HCM_TYPE = 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
-const TCP_PROXY_TYPE = 'type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy';
-const ROUTER_TYPE = 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router';
+export const HCM_TYPE = 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
+export const ROUTER_TYPE = 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router';
 
 /** A network filter of a served chain: its name and, for an RBAC filter, its stat prefix. */
 export interface ServedNetworkFilter {

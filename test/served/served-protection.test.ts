@@ -10,14 +10,12 @@ import type { SeedAcl, ShootAcl } from '../../src/acl/model.js';
 import { ecdsBucketOf, ecdsResourceName } from '../../src/rbac/connect-matcher-ecds.js';
 import { HTTP_RBAC_TYPE, NETWORK_RBAC_TYPE } from '../../src/rbac/envoy-rbac-types.js';
 import { FILTER_NAMES, shootStatPrefix } from '../../src/rbac/filter-values.js';
-import { servedGateway } from '../../src/served/served-config.js';
+import { HCM_TYPE, ROUTER_TYPE, servedGateway } from '../../src/served/served-config.js';
+import { TCP_PROXY_TYPE } from '../../src/rbac/tunnel-hop.js';
 import { checkServedProtection } from '../../src/served/served-protection.js';
 
 const NS = 'istio-ingress';
 const GATEWAY = { namespace: NS, selector: { app: 'istio-ingressgateway' } };
-const HCM = 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
-const TCP = 'type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy';
-const ROUTER = 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router';
 const FOO = 'shoot--p--foo';
 const FOO_BAR = 'shoot--p--foo-bar';
 const LEGACY = 'shoot-q--foo';
@@ -31,7 +29,7 @@ function seed(shoots: ShootAcl[], operator = defaultOperatorConfig()): SeedAcl {
 }
 
 const sniFilter = (id: string) => ({ name: FILTER_NAMES.sni, typed_config: { '@type': NETWORK_RBAC_TYPE, stat_prefix: shootStatPrefix('sni', id), rules: { action: 'DENY', policies: {} } } });
-const tcp = (id: string) => ({ name: 'envoy.filters.network.tcp_proxy', typed_config: { '@type': TCP, cluster: `outbound|443||kube-apiserver.${id}.svc.cluster.local` } });
+const tcp = (id: string) => ({ name: 'envoy.filters.network.tcp_proxy', typed_config: { '@type': TCP_PROXY_TYPE, cluster: `outbound|443||kube-apiserver.${id}.svc.cluster.local` } });
 const sniChain = (hosts: string[], filters: unknown[]) => ({ filter_chain_match: { server_names: hosts }, filters });
 const listener = (name: string, port: number, chains: unknown[], extra: Record<string, unknown> = {}) => ({
   '@type': 'type.googleapis.com/envoy.admin.v3.ListenersConfigDump.DynamicListener',
@@ -41,9 +39,9 @@ const listener = (name: string, port: number, chains: unknown[], extra: Record<s
 const connectHcm = (httpFilters: unknown[]) => ({
   name: 'envoy.filters.network.http_connection_manager',
   typed_config: {
-    '@type': HCM,
+    '@type': HCM_TYPE,
     route_config: { virtual_hosts: [{ routes: [{ match: { connect_matcher: {} }, route: { cluster_header: 'X-Gardener-Destination' } }] }] },
-    http_filters: [...httpFilters, { name: 'envoy.filters.http.router', typed_config: { '@type': ROUTER } }],
+    http_filters: [...httpFilters, { name: 'envoy.filters.http.router', typed_config: { '@type': ROUTER_TYPE } }],
   },
 });
 const rulesFilter = (ids: string[]) => ({ name: 'gardener-acl-connect-8443-000', typed_config: { '@type': HTTP_RBAC_TYPE, rules: { action: 'DENY', policies: Object.fromEntries(ids.map((id) => [id, {}])) } } });
@@ -74,7 +72,7 @@ describe('checkServedProtection on hand-made dumps', () => {
 
   it('a chain forwarding to the shoot without any of its filters is exposed even without a server name (legacy port); internal listeners are not judged', () => {
     const s = seed([shoot(LEGACY, [])], { ...defaultOperatorConfig(), combinedForm: 'rules' });
-    const legacy = listener('0.0.0.0_8443', 8443, [{ filter_chain_match: { destination_port: 443 }, filters: [{ name: 'envoy.filters.network.tcp_proxy', typed_config: { '@type': TCP, cluster: `${LEGACY}--kube-apiserver-socket` } }] }]);
+    const legacy = listener('0.0.0.0_8443', 8443, [{ filter_chain_match: { destination_port: 443 }, filters: [{ name: 'envoy.filters.network.tcp_proxy', typed_config: { '@type': TCP_PROXY_TYPE, cluster: `${LEGACY}--kube-apiserver-socket` } }] }]);
     const internal = { ...listener('gardener-acl-hop', 0, [{ filters: [tcp(LEGACY)] }], { internal_listener: {} }) };
     // 8443 carries no connection manager here (Gardener <= 1.122): the CONNECT patches for it match nothing.
     expect(findings(s, dump(legacy, internal, ports[0]))).toEqual(['absent * connect port 8443', `exposed ${LEGACY} legacy 0.0.0.0_8443 [port 8443]`]);
