@@ -3,13 +3,17 @@ import { z } from 'zod';
 import { parseTechnicalID } from '../acl/shoot-identity.js';
 import { formatProblem } from '../gardener/problems.js';
 import { describeError } from '../kube/errors.js';
+import { readEnvoyAdmin, readyGatewayPods } from '../served/gateway-admin.js';
 import { servedGateway } from '../served/served-config.js';
 import { checkServedProtection, isProtectionFault, type ServedReport } from '../served/served-protection.js';
+import type { SeedAcl } from '../acl/model.js';
+import { loadKubeConfig } from './kubeconfig.js';
 import { argsUsageError, parseCommandArgs, usageError } from './command-args.js';
 import type { CommandIO } from './render-command.js';
 import { SEED_INPUT_FLAGS, loadSeedModel, seedInputsProblem, shootsNamed } from './seed-inputs.js';
 
-export const VERIFY_USAGE = `usage: gardener-acl verify (--config-dump FILE | --admin-url URL) [--gateway NAMESPACE]
+export const VERIFY_USAGE = `usage: gardener-acl verify --kubeconfig PATH [--gateway NAMESPACE] [--shoot ID]... [--output text|json]
+       gardener-acl verify (--config-dump FILE | --admin-url URL) [--gateway NAMESPACE]
                           [--shoot ID]... [--output text|json]
                           [--kubeconfig PATH | [--config operator.yaml] [PATH...]]
 
@@ -18,6 +22,9 @@ the gateway's Envoy holds, not on what is stored. An EnvoyFilter whose match no 
 listener, chain or filter is accepted by Istio and does nothing; verify finds every chain that
 serves a shoot's host or forwards to its control plane, and every connection manager that routes
 CONNECT by a protected header, and says where the shoot's filter is missing.
+With --kubeconfig alone: the live seed, every ready pod of each gateway (or of --gateway) read
+               through the API server's port-forward to Envoy's admin port, as the controller
+               does (needs pods list and pods/portforward create), one report per pod.
 --config-dump  the gateway Envoy's admin /config_dump as JSON ("-": stdin), e.g. from
                kubectl exec -n istio-ingress deploy/istio-ingressgateway -- pilot-agent request GET config_dump
                or istioctl proxy-config all <pod>.istio-ingress -o json
@@ -29,7 +36,7 @@ The seed is read as by explain: from files (without PATH the embedded example se
 --kubeconfig, from the live seed (each Extension's applied ACL).
 Exit codes: 0 every path that exists is served with the shoot's filter (paths the gateway does
 not serve are listed), 1 some path serves a shoot without its filter or refuses it whole,
-2 invalid input.`;
+2 invalid input, or (live) some pod could not be read.`;
 
 const argsSchema = z.object({
   'config-dump': z.string().optional(),
@@ -100,8 +107,9 @@ export async function verifyCommand(argv: readonly string[], io: CommandIO): Pro
   const a = args.data;
   const conflict = seedInputsProblem(a);
   if (conflict) return usageError(io, VERIFY_USAGE, conflict);
-  if ((a['config-dump'] === undefined) === (a['admin-url'] === undefined)) {
-    return usageError(io, VERIFY_USAGE, 'give exactly one of --config-dump FILE (the gateway Envoy\'s /config_dump) and --admin-url URL (its admin address)');
+  const sources = [a['config-dump'], a['admin-url']].filter((x) => x !== undefined).length;
+  if (sources > 1 || (sources === 0 && !a.kubeconfig)) {
+    return usageError(io, VERIFY_USAGE, 'give exactly one of --config-dump FILE (the gateway Envoy\'s /config_dump) and --admin-url URL (its admin address), or --kubeconfig alone to read every gateway pod of the live seed');
   }
   const loaded = await loadSeedModel({ kubeconfig: a.kubeconfig, config: a.config, paths: a.paths }, io, 'verify');
   if (typeof loaded === 'number') return loaded;
@@ -119,11 +127,14 @@ export async function verifyCommand(argv: readonly string[], io: CommandIO): Pro
     io.stderr('gardener-acl verify: the objects have errors about the seed or the shoots asked for; no verdict\n');
     return 2;
   }
+  const live = sources === 0;
   const namespaces = model.seed.gateways.map((g) => g.namespace);
-  const gateway = a.gateway ?? (namespaces.length === 1 ? namespaces[0] : undefined);
-  if (gateway === undefined) return usageError(io, VERIFY_USAGE, `the seed has ${namespaces.length} gateways; name one with --gateway (${namespaces.join(', ')})`);
-  if (!namespaces.includes(gateway)) {
-    io.stderr(`gardener-acl verify: --gateway ${gateway} is not an ingress gateway namespace of this seed; the seed's are ${namespaces.join(', ') || '(none)'}\n`);
+  // Live, every gateway by default; from one dump, the one it is of.
+  const gateways = a.gateway !== undefined ? [a.gateway] : live || namespaces.length === 1 ? namespaces : [];
+  if (gateways.length === 0) return usageError(io, VERIFY_USAGE, `the seed has ${namespaces.length} gateways; name one with --gateway (${namespaces.join(', ')})`);
+  const unknown = gateways.find((g) => !namespaces.includes(g));
+  if (unknown !== undefined) {
+    io.stderr(`gardener-acl verify: --gateway ${unknown} is not an ingress gateway namespace of this seed; the seed's are ${namespaces.join(', ') || '(none)'}\n`);
     return 2;
   }
   const aclShoots = new Set(model.seed.shoots.map((s) => s.technicalID));
@@ -134,6 +145,8 @@ export async function verifyCommand(argv: readonly string[], io: CommandIO): Pro
     }
     if (!aclShoots.has(id)) io.stderr(`note: ${id} has no ACL on this seed: nothing of it to verify\n`);
   }
+  const only = asked.size === 0 ? undefined : asked;
+  if (live) return verifyLive(model.seed, gateways, only, a.kubeconfig ?? '', a.output, io);
   let dump: unknown;
   try {
     dump = await readDump({ ...(a['config-dump'] === undefined ? {} : { file: a['config-dump'] }), ...(a['admin-url'] === undefined ? {} : { url: a['admin-url'] }) }, io);
@@ -146,7 +159,44 @@ export async function verifyCommand(argv: readonly string[], io: CommandIO): Pro
     io.stderr('gardener-acl verify: the config dump holds no listeners; give the gateway Envoy\'s whole admin /config_dump (not a single section, not a sidecar\'s)\n');
     return 2;
   }
-  const report = checkServedProtection(model.seed, gateway, served, asked.size === 0 ? undefined : asked);
+  const report = checkServedProtection(model.seed, gateways[0] ?? '', served, only);
   io.stdout(a.output === 'json' ? `${JSON.stringify(report, null, 2)}\n` : formatText(report));
   return report.findings.some(isProtectionFault) ? 1 : 0;
+}
+
+/**
+ * Every ready pod of each gateway, read as the controller reads them (the API server's
+ * port-forward to Envoy's admin port) but whole, ECDS contents included: one report per pod.
+ */
+async function verifyLive(seed: SeedAcl, gateways: readonly string[], only: ReadonlySet<string> | undefined, kubeconfig: string, output: 'text' | 'json', io: CommandIO): Promise<number> {
+  const kc = loadKubeConfig(kubeconfig);
+  const reports: (ServedReport & { readonly pod: string })[] = [];
+  let unread = 0;
+  for (const workload of seed.gateways.filter((g) => gateways.includes(g.namespace))) {
+    let pods: string[];
+    try {
+      pods = await readyGatewayPods(kc, workload, AbortSignal.timeout(DUMP_TIMEOUT_MS));
+    } catch (error) {
+      io.stderr(`gardener-acl verify: cannot list the pods of ${workload.namespace}: ${describeError(error)}\n`);
+      unread++;
+      continue;
+    }
+    if (pods.length === 0) io.stderr(`gardener-acl verify: ${workload.namespace} has no running and ready gateway pod; not checked\n`);
+    for (const pod of pods) {
+      try {
+        const dump = JSON.parse(await readEnvoyAdmin(kc, { namespace: workload.namespace, name: pod }, '/config_dump', AbortSignal.timeout(DUMP_TIMEOUT_MS))) as unknown;
+        reports.push({ ...checkServedProtection(seed, workload.namespace, servedGateway(dump), only), pod });
+      } catch (error) {
+        io.stderr(`gardener-acl verify: cannot read ${workload.namespace}/${pod}: ${describeError(error)}\n`);
+        unread++;
+      }
+    }
+  }
+  if (reports.length === 0) {
+    io.stderr('gardener-acl verify: no gateway pod could be read; no verdict\n');
+    return 2;
+  }
+  io.stdout(output === 'json' ? `${JSON.stringify(reports, null, 2)}\n` : reports.map((r) => formatText({ ...r, gateway: `${r.gateway} (pod ${r.pod})` })).join(''));
+  if (reports.some((r) => r.findings.some(isProtectionFault))) return 1;
+  return unread > 0 ? 2 : 0;
 }

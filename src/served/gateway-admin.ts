@@ -6,6 +6,8 @@ import { request } from 'node:http';
 import { Duplex, PassThrough } from 'node:stream';
 import { PortForward, type KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
+import type { GatewayWorkload } from '../acl/model.js';
+import { restRequest } from '../kube/rest.js';
 
 /** Istio's admin port of a gateway's Envoy (proxyAdminPort). */
 export const ENVOY_ADMIN_PORT = 15000;
@@ -106,4 +108,27 @@ export async function readGatewayConfigDump(kc: KubeConfig, pod: GatewayPod, sig
     configs.push(...parsed.data.configs);
   }
   return { configs };
+}
+
+const podListSchema = z.object({
+  items: z.array(
+    z.looseObject({
+      metadata: z.looseObject({ name: z.string(), deletionTimestamp: z.string().optional() }),
+      status: z.looseObject({ phase: z.string().optional(), conditions: z.array(z.looseObject({ type: z.string(), status: z.string() })).optional() }).optional(),
+    }),
+  ),
+});
+
+/** The gateway's running, ready pods (by its workload selector), by name. */
+export async function readyGatewayPods(kc: KubeConfig, gateway: GatewayWorkload, signal: AbortSignal): Promise<string[]> {
+  const selector = Object.entries(gateway.selector)
+    .map(([k, v]) => `${k}=${v}`)
+    .sort()
+    .join(',');
+  const raw = await restRequest(kc, { path: `/api/v1/namespaces/${gateway.namespace}/pods`, query: { labelSelector: selector }, signal });
+  return podListSchema
+    .parse(raw)
+    .items.filter((p) => p.metadata.deletionTimestamp === undefined && p.status?.phase === 'Running' && p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'))
+    .map((p) => p.metadata.name)
+    .sort();
 }

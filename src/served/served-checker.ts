@@ -12,11 +12,9 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { z } from 'zod';
 import type { GatewayWorkload, SeedAcl } from '../acl/model.js';
 import { describeError } from '../kube/errors.js';
-import { restRequest } from '../kube/rest.js';
-import { ReadBudgetExceeded, readGatewayConfigDump, type GatewayPod } from './gateway-admin.js';
+import { ReadBudgetExceeded, readGatewayConfigDump, readyGatewayPods, type GatewayPod } from './gateway-admin.js';
 import { servedGateway } from './served-config.js';
 import { checkServedProtection, isProtectionFault, type ServedFinding } from './served-protection.js';
 
@@ -46,22 +44,6 @@ export interface ServedCheckerDeps {
 
 /** Default read budget per pod: a gateway of about 2,500 ACL shoots (bench/served-check.ts: 18 MiB at 1,000), parsed with well under the chart's 256 MiB heap. */
 export const DEFAULT_SERVED_READ_BYTES = 48 * 2 ** 20;
-
-const podListSchema = z.object({
-  items: z.array(
-    z.looseObject({
-      metadata: z.looseObject({ name: z.string(), deletionTimestamp: z.string().optional() }),
-      status: z.looseObject({ phase: z.string().optional(), conditions: z.array(z.looseObject({ type: z.string(), status: z.string() })).optional() }).optional(),
-    }),
-  ),
-});
-
-function selectorOf(labels: Readonly<Record<string, string>>): string {
-  return Object.entries(labels)
-    .map(([k, v]) => `${k}=${v}`)
-    .sort()
-    .join(',');
-}
 
 /** The key of findings about every shoot alike (a patch target a gateway does not serve). */
 const GATEWAY_WIDE = '';
@@ -135,17 +117,8 @@ export class ServedChecker {
     await this.running;
   }
 
-  private async podsOf(gateway: GatewayWorkload): Promise<string[]> {
-    const raw = await restRequest(this.deps.kubeConfig, {
-      path: `/api/v1/namespaces/${gateway.namespace}/pods`,
-      query: { labelSelector: selectorOf(gateway.selector) },
-      signal: this.abort.signal,
-    });
-    return podListSchema
-      .parse(raw)
-      .items.filter((p) => p.metadata.deletionTimestamp === undefined && p.status?.phase === 'Running' && p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'))
-      .map((p) => p.metadata.name)
-      .sort();
+  private podsOf(gateway: GatewayWorkload): Promise<string[]> {
+    return readyGatewayPods(this.deps.kubeConfig, gateway, this.abort.signal);
   }
 
   /** One pass over every gateway pod. */

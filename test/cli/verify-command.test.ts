@@ -26,7 +26,7 @@ describe('gardener-acl verify with bad input', () => {
     for (const args of [[], ['--config-dump', 'x.json', '--admin-url', 'http://127.0.0.1:15000']]) {
       const result = await run(args);
       expect(result.code).toBe(2);
-      expect(result.err).toContain("give exactly one of --config-dump FILE (the gateway Envoy's /config_dump) and --admin-url URL (its admin address)");
+      expect(result.err).toContain("give exactly one of --config-dump FILE (the gateway Envoy's /config_dump) and --admin-url URL (its admin address), or --kubeconfig alone to read every gateway pod of the live seed");
     }
   });
 

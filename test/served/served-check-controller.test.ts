@@ -15,6 +15,7 @@ import { performance } from 'node:perf_hooks';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AclController } from '../../src/actuator/controller.js';
+import { verifyCommand } from '../../src/cli/verify-command.js';
 import { listAll } from '../../src/kube/list-watch.js';
 import { createObject, deleteObject, getObject, type ObjectToWrite } from '../../src/kube/objects-client.js';
 import type { JsonObject } from '../envoy/json.js';
@@ -73,6 +74,13 @@ describe('served check in the controller (real kube-apiserver, resource manager,
     const stored = await storedFilters();
     for (const gateway of gateways.values()) await gateway.replaceEnvoyFilters(stored);
   };
+  /** `gardener-acl verify --kubeconfig` on the live seed. */
+  const verifyLive = async (args: string[]) => {
+    let out = '';
+    let err = '';
+    const code = await verifyCommand(['--kubeconfig', cp.kubeconfigPath, ...args], { stdout: (t) => (out += t), stderr: (t) => (err += t) });
+    return { code, out, err };
+  };
   const metric = async () => (await registry.getSingleMetric('gardener_acl_protection_not_served')?.get())?.values ?? [];
 
   beforeAll(async () => {
@@ -117,6 +125,13 @@ describe('served check in the controller (real kube-apiserver, resource manager,
       }, 90_000);
     }
     expect(await metric()).toEqual([]);
+    // `verify` on the live seed reads every gateway pod the same way and agrees.
+    const cli = await verifyLive([]);
+    expect(cli.err).toBe('');
+    expect(cli.code).toBe(0);
+    expect(cli.out.split('\n').filter((l) => l !== '').sort()).toEqual(
+      INGRESS_GATEWAYS.map((g) => `gateway ${g.namespace} (pod istio-ingressgateway-5f7b-a1): every path it serves into the 4 ACL shoot(s) checked carries the shoot's filter`).sort(),
+    );
   });
 
   it('a renamed 8443 connection manager: reported within a minute on every ACL shoot\'s Extension, as a Warning Event and in the metric; cleared when it goes', { timeout: 240_000 }, async () => {
@@ -153,6 +168,9 @@ describe('served check in the controller (real kube-apiserver, resource manager,
         'The ACL is stored but not served: exposed on connect at istio-ingress/istio-ingressgateway-5f7b-a1 0.0.0.0_8443: the connection manager routes CONNECT by x-gardener-destination and no filter before its router holds a policy for the shoot: a Gardener or Istio change (a renamed or moved listener, a connection manager under another filter name) leaves the EnvoyFilter patch matching nothing there.',
     });
     expect(foo.status?.lastOperation?.description).toBe(healthy(foo)?.message);
+    const cli = await verifyLive(['--shoot', 'shoot--p--foo', '--gateway', 'istio-ingress']);
+    expect(cli.code).toBe(1);
+    expect(cli.out).toContain('gateway istio-ingress (pod istio-ingressgateway-5f7b-a1): 1 path(s) into 1 of 1 ACL shoot(s) not served as stored\nEXPOSED  shoot--p--foo            connect       0.0.0.0_8443\n');
     const events = (await listAll(cp.kubeConfig, '/api/v1/namespaces/shoot--p--foo/events')).items as { reason?: string; type?: string; message?: string }[];
     expect(events.filter((e) => e.reason === 'ProtectionNotServed' && e.type === 'Warning').map((e) => e.message)).toEqual([healthy(foo)?.message]);
     expect((await metric()).map((v) => `${String(v.labels['shoot'])} ${String(v.labels['gateway'])} ${String(v.labels['path'])} ${String(v.labels['severity'])} ${v.value}`).sort()).toEqual(
