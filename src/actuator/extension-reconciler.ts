@@ -178,7 +178,7 @@ export class ExtensionReconciler {
     const stateChanged = result.state !== undefined && !jsonEqual(ext.status?.['state'] ?? null, result.state);
     if (faults.length > 0) {
       // Stored is not enough: Succeeded means served. The served check enqueues the shoot when this changes.
-      await this.error(ext, type, describeServedFaults(faults), false, conditions ?? undefined, { reason: 'ProtectionNotServed', ...(stateChanged ? { state: result.state } : {}) });
+      await this.error(ext, type, describeServedFaults(faults), false, conditions, { reason: 'ProtectionNotServed', ...(stateChanged ? { state: result.state } : {}) });
       return DONE;
     }
     if (requested || stateChanged || ext.status?.['lastError'] || annotation === Operation.restore) {

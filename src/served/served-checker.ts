@@ -12,7 +12,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import type { GatewayWorkload, SeedAcl } from '../acl/model.js';
+import type { SeedAcl } from '../acl/model.js';
 import { describeError } from '../kube/errors.js';
 import { ReadBudgetExceeded, readGatewayConfigDump, readyGatewayPods, type GatewayPod } from './gateway-admin.js';
 import { servedGateway } from './served-config.js';
@@ -117,10 +117,6 @@ export class ServedChecker {
     await this.running;
   }
 
-  private podsOf(gateway: GatewayWorkload): Promise<string[]> {
-    return readyGatewayPods(this.deps.kubeConfig, gateway, this.abort.signal);
-  }
-
   /** One pass over every gateway pod. */
   async checkOnce(): Promise<void> {
     const seed = this.deps.seed();
@@ -131,11 +127,10 @@ export class ServedChecker {
     const kept = new Set<string>();
     const read = this.deps.readDump ?? ((pod: GatewayPod, signal: AbortSignal, maxBytes: number) => readGatewayConfigDump(this.deps.kubeConfig, pod, signal, maxBytes));
     const maxBytes = this.deps.maxReadBytes ?? DEFAULT_SERVED_READ_BYTES;
-    this.absentGauge.reset();
     for (const gateway of seed.gateways) {
       let pods: string[];
       try {
-        pods = await this.podsOf(gateway);
+        pods = await readyGatewayPods(this.deps.kubeConfig, gateway, this.abort.signal);
       } catch (error) {
         unchecked.set(gateway.namespace, `cannot list its pods: ${describeError(error)}`);
         continue;
@@ -144,14 +139,13 @@ export class ServedChecker {
         unchecked.set(gateway.namespace, 'no running and ready gateway pod');
         continue;
       }
-      let readPods = 0;
+      let judged = false;
       let lastError = '';
       // One pod per pass, in turn; the next one only when a read fails.
       const first = (this.turn.get(gateway.namespace) ?? 0) % pods.length;
       this.turn.set(gateway.namespace, first + 1);
       for (const pod of [...pods.slice(first), ...pods.slice(0, first)]) {
         if (this.abort.signal.aborted) return;
-        if (readPods > 0) break;
         let dump: unknown;
         try {
           dump = await read({ namespace: gateway.namespace, name: pod }, AbortSignal.any([this.abort.signal, AbortSignal.timeout(this.deps.readTimeoutMs ?? 60_000)]), maxBytes);
@@ -168,7 +162,7 @@ export class ServedChecker {
           lastError = `${pod}: its Envoy serves no listener`;
           continue;
         }
-        readPods++;
+        judged = true;
         const report = checkServedProtection(seed, gateway.namespace, served);
         for (const finding of report.findings) {
           const fault: ServedFault = { ...finding, gateway: gateway.namespace, pod };
@@ -177,8 +171,9 @@ export class ServedChecker {
           byKey.set(faultKey(fault), fault);
           seen.set(id, byKey);
         }
+        break;
       }
-      if (readPods === 0) {
+      if (!judged) {
         unchecked.set(gateway.namespace, `no pod's Envoy could be read (${lastError})`);
         kept.add(gateway.namespace);
       }
