@@ -204,7 +204,10 @@ export class ServedChecker {
     let unconfirmed = false;
     for (const [id, byKey] of seen) {
       const known = new Set([...(this.lastSeen.get(id)?.values() ?? []), ...(this.reported.get(id) ?? [])].map(gatewayKey));
-      const confirmed = [...byKey.values()].filter((f) => known.has(gatewayKey(f)));
+      // A fault already reported stays as reported (its pod too) while another pod shows it: the
+      // pods are read in turn, and a report naming a new pod each pass would rewrite the status.
+      const reported = new Map((this.reported.get(id) ?? []).map((f) => [gatewayKey(f), f]));
+      const confirmed = [...byKey.values()].filter((f) => known.has(gatewayKey(f))).map((f) => reported.get(gatewayKey(f)) ?? f);
       if (confirmed.length < byKey.size) unconfirmed = true;
       if (confirmed.length > 0) next.set(id, confirmed.sort((a, b) => faultKey(a).localeCompare(faultKey(b))));
     }
