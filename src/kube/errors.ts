@@ -35,7 +35,10 @@ export function describeError(error: unknown): string {
         : String(body);
     return `HTTP ${error.code}: ${message}`;
   }
-  return error instanceof Error ? error.message : String(error);
+  if (error instanceof Error) return error.message;
+  // Some libraries reject with non-Error events that carry a message (a WebSocket's ErrorEvent).
+  const message = typeof error === 'object' && error !== null ? (error as { message?: unknown }).message : undefined;
+  return typeof message === 'string' ? message : String(error);
 }
 
 /** Longest server-requested wait honoured; a larger Retry-After is clamped to it (a typo must not park a cache for hours). */

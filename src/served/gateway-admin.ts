@@ -7,6 +7,7 @@ import { Duplex, PassThrough } from 'node:stream';
 import { PortForward, type KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
 import type { GatewayWorkload } from '../acl/model.js';
+import { describeError } from '../kube/errors.js';
 import { restRequest } from '../kube/rest.js';
 
 /** Istio's admin port of a gateway's Envoy (proxyAdminPort). */
@@ -40,8 +41,7 @@ export async function readEnvoyAdmin(kc: KubeConfig, pod: GatewayPod, path: stri
   const where = `${pod.namespace}/${pod.name}:${port}`;
   // client-node rejects with the WebSocket's ErrorEvent (e.g. "Unexpected server response: 403"), not an Error.
   const socket = await new PortForward(kc, true).portForward(pod.namespace, pod.name, [port], fromPod, errors, toPod).catch((error: unknown) => {
-    const message = error instanceof Error ? error.message : typeof (error as { message?: unknown } | null)?.message === 'string' ? (error as { message: string }).message : String(error);
-    throw new Error(`port-forward to ${where}: ${message}`);
+    throw new Error(`port-forward to ${where}: ${describeError(error)}`);
   });
   const ws = isClosable(socket) ? socket : undefined;
   const tunnel = new Duplex({
