@@ -28,3 +28,11 @@ export function linkedAbort(parent: AbortSignal | undefined, timeoutMs?: number)
     },
   };
 }
+
+/**
+ * What a request that failed while `signal` fired should throw: the abort's reason (a timeout, a
+ * closed write fence), which says why, rather than the transport's bare "operation was aborted".
+ */
+export function abortReasonOr(signal: AbortSignal | undefined, error: unknown): unknown {
+  return signal?.aborted === true && signal.reason instanceof Error ? signal.reason : error;
+}

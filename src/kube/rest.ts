@@ -15,7 +15,7 @@ import https from 'node:https';
 
 import { ApiException, type KubeConfig } from '@kubernetes/client-node';
 
-import { linkedAbort } from './abort.js';
+import { abortReasonOr, linkedAbort } from './abort.js';
 import { ServerPushback } from './server-pushback.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -160,6 +160,7 @@ export async function openResponse(kc: KubeConfig, req: RestRequest): Promise<ht
     new Promise<http.IncomingMessage>((resolve, reject) => {
       const clientRequest = send(url, requestOptions, resolve);
       clientRequest.on('error', (error: NodeJS.ErrnoException) => {
+        if (req.signal?.aborted === true) return reject(abortReasonOr(req.signal, error));
         reject(Object.assign(error, { reusedSocket: clientRequest.reusedSocket }));
       });
       clientRequest.end(payload);
@@ -221,8 +222,11 @@ export async function restRequest(
       failure = error;
       throw error;
     } finally {
-      gate.settle(ticket, failure);
+      gate.settle(ticket, failure, deadline.signal.aborted);
     }
+  } catch (error) {
+    // The body read can fail on an abort too; the caller learns the abort's reason either way.
+    throw abortReasonOr(deadline.signal, error);
   } finally {
     deadline.release();
   }

@@ -46,13 +46,16 @@ export class ServerPushback {
     }
   }
 
-  /** Records the outcome of a request sent after enter(): the error, or undefined on success. */
-  settle(ticket: PushbackTicket, error: unknown): void {
+  /**
+   * Records the outcome of a request sent after enter(): the error, or undefined on success.
+   * `aborted`: this side gave up on it (deadline, closed fence), so the server said nothing.
+   */
+  settle(ticket: PushbackTicket, error: unknown, aborted = isAbort(error)): void {
     const ms = pushbackMs(error);
     if (ms !== undefined) {
       this.until = Math.max(this.until, this.now() + ms);
       this.paused = true;
-    } else if (ticket.probe && !isAbort(error)) {
+    } else if (ticket.probe && !aborted) {
       // The server answered: whatever it said, it no longer asks us to wait.
       this.paused = false;
     }
