@@ -7,7 +7,9 @@ import type { Logger } from 'pino';
 import { MAX_LISTED_ERRORS } from '../acl/field-errors.js';
 import type { OperatorConfig } from '../acl/operator-config.js';
 import { boundedLines } from '../acl/quote-input.js';
+import type { ShootAcl } from '../acl/model.js';
 import type { Extension } from '../gardener/objects.js';
+import { hostsOnEveryGateway } from '../gardener/predicted-api-hosts.js';
 import { formatProblem } from '../gardener/problems.js';
 import { seedContext, shootAclFromInventory, type SeedInventory } from '../gardener/seed-acl.js';
 import { isNotFound } from '../kube/errors.js';
@@ -89,17 +91,31 @@ export class AclActuator implements Actuator {
       await this.deps.warn(ext, 'ACLWarning', boundedLines(warnings, MAX_LISTED_ERRORS).join('\n'));
     }
     if (result.noGateways) {
-      // Hibernated or not yet deployed: the SNI chains are unknown, so the ManagedResource keeps
-      // what it has; the gateway namespaces it was written to stay recorded.
-      // So do the hops and their recorded generation: the tightening is compared when the hops are
-      // written again (tunnels opened before still count as admitted by the earlier ACL).
-      const previousHops = this.deps.operator.tunnelRevocation === 'hop' && recorded.success && recorded.data.tunnels !== undefined;
+      // Not yet deployed (or being deleted): the filters go on every gateway for the hosts the
+      // Gateway will have, so its chain is protected from the moment Istio serves it.
+      // The hops and their recorded generation stay as recorded: the tightening is compared when
+      // the hops are written again (tunnels opened before still count as admitted by the earlier ACL).
+      // The hosts written before stay too (a Gateway the cache has not seen yet, a restored shoot).
+      const previous = recorded.success ? recorded.data : undefined;
+      const ahead: ShootAcl = { ...acl, sniChains: [...acl.sniChains, ...hostsOnEveryGateway(previous?.sniHosts ?? [], ctx.gateways)] };
+      const previousHops = this.deps.operator.tunnelRevocation === 'hop' && previous?.tunnels !== undefined;
+      const recordedGeneration = previousHops ? tunnelStateFromRecord(previous.tunnels)?.generation : undefined;
+      const filters = buildShootEnvoyFilters(recordedGeneration === undefined ? ahead : { ...ahead, tunnelGeneration: recordedGeneration }, {
+        operator: this.deps.operator,
+        gateways: ctx.gateways,
+        observabilityWildcards: ctx.observabilityWildcards,
+        shoots: [],
+      });
+      // Hops are first written with the Gateway (a new shoot has no tunnels yet); recorded ones stay.
+      perShoot = await this.writeManagedResource(ext.metadata.namespace, previousHops ? filters : filters.filter((f) => f.metadata.name === shootFilterName(acl.technicalID)));
+      const written = stateFor(ahead);
       state = {
         ...state,
-        gatewayNamespaces: recorded.success ? recorded.data.gatewayNamespaces : [],
-        ...(previousHops ? { tunnels: recorded.data.tunnels, hopNamespaces: recorded.data.hopNamespaces } : {}),
+        gatewayNamespaces: [...new Set([...written.gatewayNamespaces, ...(previous?.gatewayNamespaces ?? [])])].sort(),
+        sniHosts: written.sniHosts,
+        ...(previousHops ? { tunnels: previous.tunnels, hopNamespaces: previous.hopNamespaces } : {}),
       };
-      log.info('no Gateway in the shoot namespace; keeping the existing per-shoot filters');
+      log.info({ hosts: written.sniHosts }, 'no Gateway in the shoot namespace yet; its filter is written ahead on every gateway for the hosts it will have');
     } else {
       const shoot = tunnels === undefined ? acl : { ...acl, tunnelGeneration: tunnels.generation };
       const filters = buildShootEnvoyFilters(shoot, { operator: this.deps.operator, gateways: ctx.gateways, observabilityWildcards: ctx.observabilityWildcards, shoots: [] });

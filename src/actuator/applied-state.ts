@@ -32,6 +32,11 @@ export const tunnelsSchema = z.object({
 export const stateSchema = z.looseObject({
   /** Gateway namespaces the shoot's own EnvoyFilters were written to. */
   gatewayNamespaces: z.array(z.string()).default([]),
+  /**
+   * The API server hosts the SNI filters were written for: while the shoot has no Gateway (before
+   * it is created, on a seed it was restored to) they stay protected with the predicted ones.
+   */
+  sniHosts: z.array(z.string()).default([]),
   applied: appliedSchema.optional(),
   // Read on its own (tunnel-generation.ts): an unreadable entry must not make `applied` unreadable,
   // which would take the shoot out of the combined filters.
@@ -50,9 +55,10 @@ export type AppliedAcl = Pick<ShootAcl, 'technicalID' | 'rule' | 'alwaysAllowed'
 
 const strings = (cidrs: readonly Cidr[]): string[] => cidrs.map(formatCidr);
 
-export function stateFor(acl: ShootAcl): { gatewayNamespaces: string[]; applied: z.input<typeof appliedSchema> } {
+export function stateFor(acl: ShootAcl): { gatewayNamespaces: string[]; sniHosts: string[]; applied: z.input<typeof appliedSchema> } {
   return {
     gatewayNamespaces: [...new Set(acl.sniChains.map((c) => c.gateway.namespace))].sort(),
+    sniHosts: [...new Set(acl.sniChains.flatMap((c) => c.hosts))].sort(),
     applied: {
       rule: { action: acl.rule.action, type: acl.rule.type, cidrs: strings(acl.rule.cidrs), mode: acl.rule.mode },
       alwaysAllowed: strings(acl.alwaysAllowed),

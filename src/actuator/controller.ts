@@ -14,6 +14,8 @@ import {
   extensionSchema,
   gatewaySchema,
   infrastructureSchema,
+  dnsRecordSchema,
+  type DnsRecord,
   serviceSchema,
   type Cluster,
   type ConfigMap,
@@ -24,7 +26,7 @@ import {
   type Infrastructure,
   type Service,
 } from '../gardener/objects.js';
-import { PolicyInterner, cachedCluster, cachedExtension, cachedInfrastructure, identityOnly, withoutFieldManagement } from '../gardener/cached-views.js';
+import { PolicyInterner, cachedCluster, cachedDnsRecord, cachedExtension, cachedInfrastructure, identityOnly, withoutFieldManagement } from '../gardener/cached-views.js';
 import { WATCHED, type WatchedResource } from '../gardener/watched-resources.js';
 import { EXTENSION_TYPE, seedAclFromInventory, seedGatewayWorkloads, shootInventoryNamespaces, type SeedInventory } from '../gardener/seed-acl.js';
 import type { SeedAcl } from '../acl/model.js';
@@ -113,6 +115,7 @@ export class AclController {
     extensions: ResilientInformer<Extension>;
     clusters: ResilientInformer<Cluster>;
     infrastructures: ResilientInformer<Infrastructure>;
+    dnsRecords: ResilientInformer<DnsRecord>;
     gateways: ResilientInformer<Gateway>;
     deployments: ResilientInformer<Deployment>;
     services: ResilientInformer<Service>;
@@ -188,6 +191,10 @@ export class AclController {
       infrastructures: informer(WATCHED.infrastructures, (raw) => mapDefined(infrastructureSchema.safeParse(raw).data, cachedInfrastructure), (event, infra, old) => {
         const egress = (i?: typeof infra) => JSON.stringify([...(i?.status?.egressCIDRs ?? [])].sort());
         if (event !== 'update' || egress(infra) !== egress(old)) this.enqueueNamespace(infra.metadata.namespace);
+      }),
+      // Only a shoot without a Gateway reads them, but a new name must reach it before the Gateway does.
+      dnsRecords: informer(WATCHED.dnsRecords, (raw) => mapDefined(dnsRecordSchema.safeParse(raw).data, cachedDnsRecord), (event, record, old) => {
+        if (event !== 'update' || record.spec.name !== old?.spec.name) this.enqueueNamespace(record.metadata.namespace);
       }),
       gateways: informer(WATCHED.gateways, (raw) => slim(gatewaySchema.safeParse(raw).data), (_e, g) => {
         if (g.metadata.namespace.startsWith('shoot-')) this.enqueueNamespace(g.metadata.namespace);
@@ -357,6 +364,7 @@ export class AclController {
       extensions: [],
       clusters: cluster ? [cluster] : [],
       infrastructures: namespaces.flatMap((ns) => i.infrastructures.list(ns)),
+      dnsRecords: i.dnsRecords.list(namespace),
       gateways: namespaces.flatMap((ns) => i.gateways.list(ns)),
       deployments: i.deployments.list(),
       services: i.services.list(),
@@ -376,6 +384,7 @@ export class AclController {
       extensions: i.extensions.list().filter((e) => appliedFromState(e.metadata.namespace, e.status?.['state']) !== undefined),
       clusters: i.clusters.list(),
       infrastructures: i.infrastructures.list(),
+      dnsRecords: i.dnsRecords.list(),
       gateways: i.gateways.list(),
       deployments: i.deployments.list(),
       services: i.services.list(),

@@ -43,6 +43,7 @@ export async function liveObjects(kubeconfig: string): Promise<SourcedObject[]> 
     { ...WATCHED.clusters, apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Cluster' },
     { ...WATCHED.extensions, apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension' },
     { ...WATCHED.infrastructures, apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Infrastructure' },
+    { ...WATCHED.dnsRecords, apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'DNSRecord' },
     { ...WATCHED.gateways, apiVersion: 'networking.istio.io/v1beta1', kind: 'Gateway' },
     { ...WATCHED.gatewayDeployments, apiVersion: 'apps/v1', kind: 'Deployment' },
     { ...WATCHED.gatewayServices, apiVersion: 'v1', kind: 'Service' },

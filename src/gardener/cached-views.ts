@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { isRecord } from '../kube/object-json.js';
 import type { KubeObjectJson } from '../kube/object-json.js';
-import { FORCE_DELETION_ANNOTATION, type Cluster, type Extension, type Infrastructure } from './objects.js';
+import { FORCE_DELETION_ANNOTATION, type Cluster, type DnsRecord, type Extension, type Infrastructure } from './objects.js';
 import { EXTENSION_TYPE } from './seed-acl.js';
 
 type Metadata = Cluster['metadata'];
@@ -36,7 +36,7 @@ function shootMetadata(metadata: Metadata): Metadata {
   });
 }
 
-/** A Cluster as the extension reads it: the shoot's name, force-deletion annotation, networks, workers, hibernation and status; the seed's networks and ingress domain. */
+/** A Cluster as the extension reads it: the shoot's name, force-deletion annotation, networks, workers, hibernation, DNS domain and status; the seed's networks and ingress domain. */
 export function cachedCluster(cluster: Cluster): Cluster {
   const { shoot, seed } = cluster.spec;
   const networking = shoot.spec.networking;
@@ -54,6 +54,7 @@ export function cachedCluster(cluster: Cluster): Cluster {
           // Only whether there are workers is read.
           provider: shoot.spec.provider ? { workers: workers ? workers.map(() => ({})) : workers } : shoot.spec.provider,
           hibernation: shoot.spec.hibernation ? definedOnly({ enabled: shoot.spec.hibernation.enabled }) : shoot.spec.hibernation,
+          dns: shoot.spec.dns ? definedOnly({ domain: shoot.spec.dns.domain }) : shoot.spec.dns,
         }),
         status: status
           ? definedOnly({
@@ -91,6 +92,11 @@ export function cachedInfrastructure(infrastructure: Infrastructure): Infrastruc
     metadata: slimMetadata(infrastructure.metadata),
     ...(infrastructure.status ? { status: definedOnly({ egressCIDRs: egress }) } : {}),
   };
+}
+
+/** A DNSRecord as read: its name and the DNS name it publishes. */
+export function cachedDnsRecord(record: DnsRecord): DnsRecord {
+  return { apiVersion: record.apiVersion, kind: record.kind, metadata: slimMetadata(record.metadata), spec: { name: record.spec.name } };
 }
 
 /**

@@ -8,6 +8,7 @@ import {
   extensionSchema,
   gatewaySchema,
   infrastructureSchema,
+  dnsRecordSchema,
   serviceSchema,
   typeMetaSchema,
   type EnvoyFilterObject,
@@ -35,6 +36,7 @@ const SCHEMAS = {
   Cluster: clusterSchema,
   Extension: extensionSchema,
   Infrastructure: infrastructureSchema,
+  DNSRecord: dnsRecordSchema,
   Gateway: gatewaySchema,
   Deployment: deploymentSchema,
   Service: serviceSchema,
@@ -66,7 +68,7 @@ const UNREAD_KINDS: Readonly<Record<string, string>> = {
 export function classifyObjects(objects: readonly SourcedObject[]): ClassifiedObjects {
   const problems: Problem[] = [];
   const buckets: { [K in ReadKind]: z.output<(typeof SCHEMAS)[K]>[] } = {
-    Cluster: [], Extension: [], Infrastructure: [], Gateway: [], Deployment: [], Service: [], ConfigMap: [], EnvoyFilter: [],
+    Cluster: [], Extension: [], Infrastructure: [], DNSRecord: [], Gateway: [], Deployment: [], Service: [], ConfigMap: [], EnvoyFilter: [],
   };
   const operatorConfigs: SourcedObject[] = [];
   const seen = new Map<string, string>();
@@ -111,6 +113,7 @@ export function classifyObjects(objects: readonly SourcedObject[]): ClassifiedOb
       clusters: buckets.Cluster,
       extensions: buckets.Extension,
       infrastructures: buckets.Infrastructure,
+      dnsRecords: buckets.DNSRecord,
       gateways: buckets.Gateway,
       deployments: buckets.Deployment,
       services: buckets.Service,

@@ -28,6 +28,7 @@ export const shootSchema = z.looseObject({
       networking: z.looseObject({ nodes: z.string().nullish(), pods: z.string().nullish() }).nullish(),
       provider: z.looseObject({ workers: z.array(z.unknown()).nullish() }).nullish(),
       hibernation: z.looseObject({ enabled: z.boolean().nullish() }).nullish(),
+      dns: z.looseObject({ domain: z.string().nullish() }).nullish(),
     })
     .default({}),
   status: z
@@ -73,6 +74,15 @@ export const infrastructureSchema = z.looseObject({
   status: z.looseObject({ egressCIDRs: z.array(z.string()).nullish() }).nullish(),
 });
 export type Infrastructure = z.infer<typeof infrastructureSchema>;
+
+/** Gardener's DNS entry for a shoot's API server (`<shoot>-internal`, `<shoot>-external`); written before the Gateway. */
+export const dnsRecordSchema = z.looseObject({
+  apiVersion: z.literal('extensions.gardener.cloud/v1alpha1'),
+  kind: z.literal('DNSRecord'),
+  metadata: objectMetaSchema.extend({ namespace: z.string() }),
+  spec: z.looseObject({ name: z.string() }),
+});
+export type DnsRecord = z.infer<typeof dnsRecordSchema>;
 
 export const gatewaySchema = z.looseObject({
   apiVersion: z.string().startsWith('networking.istio.io/'),

@@ -5,7 +5,8 @@ import type { GatewayWorkload, Labels, ObservabilityWildcard, SeedAcl, ShootAcl,
 import type { OperatorConfig } from '../acl/operator-config.js';
 import { parseProviderConfig } from '../acl/provider-config.js';
 import { parseTechnicalID } from '../acl/shoot-identity.js';
-import type { Cluster, ConfigMap, Deployment, Extension, Gateway, Infrastructure, Service } from './objects.js';
+import type { Cluster, ConfigMap, Deployment, DnsRecord, Extension, Gateway, Infrastructure, Service } from './objects.js';
+import { hostsOnEveryGateway, predictedApiHosts } from './predicted-api-hosts.js';
 import { objectRef, type Problem } from './problems.js';
 
 export const EXTENSION_TYPE = 'acl';
@@ -14,7 +15,7 @@ const OBSERVABILITY_GATEWAY = { namespace: 'garden', name: 'nginx-ingress-contro
 const SHOOT_INFO = { namespace: 'kube-system', name: 'shoot-info' };
 
 /**
- * The namespaces whose Infrastructures and Gateways one shoot's ACL reads: its own and the
+ * The namespaces whose Infrastructures, Gateways and DNSRecords one shoot's ACL reads: its own and the
  * observability gateway's. With the Cluster named like the namespace and every Deployment, Service
  * and ConfigMap, they make an inventory that computes the shoot's ACL (shootAclFromInventory) as
  * the whole seed's would; checks across shoots (seedAclFromInventory's one acl Extension per
@@ -29,6 +30,7 @@ export interface SeedInventory {
   readonly extensions: readonly Extension[];
   readonly clusters: readonly Cluster[];
   readonly infrastructures: readonly Infrastructure[];
+  readonly dnsRecords: readonly DnsRecord[];
   readonly gateways: readonly Gateway[];
   readonly deployments: readonly Deployment[];
   readonly services: readonly Service[];
@@ -162,7 +164,10 @@ export interface ShootAclResult {
   readonly problems: readonly Problem[];
   /** The problems include an invalid providerConfig: retrying without a spec change cannot help. */
   readonly configurationProblem: boolean;
-  /** No Gateway in the shoot namespace: SNI chains unknown (hibernated or not yet deployed). */
+  /**
+   * No Gateway in the shoot namespace (not yet deployed, or being deleted): the SNI chains are
+   * the predicted hosts on every gateway of the seed (predicted-api-hosts.ts).
+   */
   readonly noGateways: boolean;
 }
 
@@ -245,11 +250,16 @@ function computeShootAcl(
   }
   if (shootGateways.length === 0) {
     flag.noGateways();
-    problems.push({
-      severity: 'warning',
-      object: extRef,
-      message: `no Gateway in namespace ${namespace} (hibernated or not yet deployed?); its API server SNI chains get no filter until one exists`,
-    });
+    const shortID = parseTechnicalID(technicalID)?.shortID ?? technicalID;
+    const hosts = predictedApiHosts(cluster, shortID, inv.dnsRecords);
+    sniChains.push(...hostsOnEveryGateway(hosts, ctx.gateways));
+    if (hosts.length === 0) {
+      problems.push({
+        severity: 'warning',
+        object: extRef,
+        message: `no Gateway in namespace ${namespace} and no API server host known ahead (no spec.shoot.spec.dns.domain, DNSRecord or seed ingress domain); its API server SNI chains get no filter until the Gateway exists`,
+      });
+    }
   }
 
   if (problems.some((p) => p.severity === 'error')) return undefined;

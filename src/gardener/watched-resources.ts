@@ -17,6 +17,8 @@ export const WATCHED = {
   extensions: { path: '/apis/extensions.gardener.cloud/v1alpha1/extensions', listPageSize: 100 },
   clusters: { path: '/apis/extensions.gardener.cloud/v1alpha1/clusters', listPageSize: 25 },
   infrastructures: { path: '/apis/extensions.gardener.cloud/v1alpha1/infrastructures', listPageSize: 100 },
+  // A new shoot's API server host names, before its Gateway exists (predicted-api-hosts.ts).
+  dnsRecords: { path: '/apis/extensions.gardener.cloud/v1alpha1/dnsrecords', listPageSize: 100 },
   // v1beta1 is served by every Istio that Gardener has shipped; v1 only by newer ones.
   gateways: { path: '/apis/networking.istio.io/v1beta1/gateways' },
   gatewayDeployments: { path: '/apis/apps/v1/deployments', labelSelector: 'app=istio-ingressgateway' },

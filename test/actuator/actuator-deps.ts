@@ -6,7 +6,7 @@ import type { ClusterClient } from '../../src/actuator/cluster-client.js';
 import type { SeedInventory } from '../../src/gardener/seed-acl.js';
 import { testLogger } from '../kube/kube-test-helpers.js';
 
-export const EMPTY_INVENTORY: SeedInventory = { extensions: [], clusters: [], infrastructures: [], gateways: [], deployments: [], services: [], configMaps: [] };
+export const EMPTY_INVENTORY: SeedInventory = { extensions: [], clusters: [], infrastructures: [], dnsRecords: [], gateways: [], deployments: [], services: [], configMaps: [] };
 
 export function testActuator(client: ClusterClient, operator: OperatorConfig, inventory: SeedInventory = EMPTY_INVENTORY): AclActuator {
   return new AclActuator({

@@ -353,17 +353,29 @@ describe('extension controller on a real kube-apiserver', () => {
 
   const gatewayRef: ObjectRef = { apiVersion: 'networking.istio.io/v1beta1', kind: 'Gateway', name: 'kube-apiserver', namespace: technicalID(A) };
 
-  it('hibernation: without its Gateway a shoot keeps its per-shoot filters and its combined policies', async () => {
-    await settled('before hibernation');
-    const mrBefore = await getObject(cp.kubeConfig, mrRef(technicalID(A)));
+  /** The SNI names the per-shoot filter in `namespace` matches, as the API server stores it. */
+  const sniMatches = async (s: ShootFixture, namespace: string) => {
+    const filter = (await getObject(cp.kubeConfig, filterRef(s, namespace))) as { spec?: { configPatches?: { match?: { listener?: { filterChain?: { sni?: string } } } }[] } } | undefined;
+    return (filter?.spec?.configPatches ?? []).map((p) => p.match?.listener?.filterChain?.sni).filter((sni) => sni !== undefined && !sni.startsWith('*.'));
+  };
+
+  it('without its Gateway a shoot keeps the hosts it had and gets the predicted ones, on every gateway; its combined policies stay', async () => {
+    await settled('before the Gateway goes');
+    expect(await sniMatches(A, DEFAULT_GW.namespace)).toEqual(['api.a.p.internal.example.com']);
     await deleteObject(cp.kubeConfig, gatewayRef);
     await eventually('Gateway gone', async () => (await getObject(cp.kubeConfig, gatewayRef)) === undefined);
+    // The host it had, and the wildcard endpoint the seed's ingress domain predicts, on both gateways.
+    const ahead = ['api-p--a.ingress.seed.example.com', 'api.a.p.internal.example.com'];
+    for (const gw of [DEFAULT_GW, ZONAL_GW]) {
+      await eventually(`filter ahead in ${gw.namespace}`, async () => JSON.stringify(await sniMatches(A, gw.namespace)) === JSON.stringify(ahead), 60_000);
+    }
+    await succeeded(A);
+    expect(await policiesIn(DEFAULT_GW.namespace)).toContain('shoot--p--a');
+    await settled('without Gateway');
     writes.length = 0;
     controller.resync();
-    await settled('hibernated');
+    await settled('resync without Gateway');
     expect(writes).toEqual([]);
-    expect((await getObject(cp.kubeConfig, mrRef(technicalID(A))))?.['spec']).toEqual(mrBefore?.['spec']);
-    expect(await policiesIn(DEFAULT_GW.namespace)).toContain('shoot--p--a');
   });
 
   it('a shoot moving to another gateway gets its filters there, and loses the old ones', async () => {

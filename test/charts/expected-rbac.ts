@@ -17,7 +17,7 @@ export const SERVED_CHECK_CLUSTER_RULES: readonly Rule[] = [
 export const CLUSTER_RULES: readonly Rule[] = [
   { apiGroups: ['extensions.gardener.cloud'], resources: ['extensions'], verbs: ['list', 'watch', 'patch'] },
   { apiGroups: ['extensions.gardener.cloud'], resources: ['extensions/status'], verbs: ['patch'] },
-  { apiGroups: ['extensions.gardener.cloud'], resources: ['clusters', 'infrastructures'], verbs: ['list', 'watch'] },
+  { apiGroups: ['extensions.gardener.cloud'], resources: ['clusters', 'infrastructures', 'dnsrecords'], verbs: ['list', 'watch'] },
   { apiGroups: ['networking.istio.io'], resources: ['gateways'], verbs: ['list', 'watch'] },
   { apiGroups: ['networking.istio.io'], resources: ['envoyfilters'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   { apiGroups: ['apps'], resources: ['deployments'], verbs: ['list', 'watch'] },

@@ -80,7 +80,7 @@ describe('gardener-acl render', () => {
     const { code, stderr } = await cli('render', dir);
     expect(code).toBe(0);
     expect(stderr).toContain(`warning: ${path.join(dir, 'shoot.yaml')} (document 1): Shoot garden-me/test: a Shoot (core.gardener.cloud) lives in the garden: on a seed its ACL is the Extension acl in the shoot namespace, with the Cluster; the Shoot webhook checks a Shoot's providerConfig`);
-    expect(stderr).toContain('Extention shoot--p--a/acl: kind "Extention" is not read (gardener-acl reads Cluster, Extension, Infrastructure, Gateway, Deployment, Service, ConfigMap, EnvoyFilter, OperatorConfiguration); check the spelling');
+    expect(stderr).toContain('Extention shoot--p--a/acl: kind "Extention" is not read (gardener-acl reads Cluster, Extension, Infrastructure, DNSRecord, Gateway, Deployment, Service, ConfigMap, EnvoyFilter, OperatorConfiguration); check the spelling');
   });
 
   it('prints a JSON List with --output json', async () => {

@@ -18,6 +18,7 @@ function shootPart(seed: SeedInventory, namespace: string): SeedInventory {
     extensions: [],
     clusters: seed.clusters.filter((c) => c.metadata.name === namespace),
     infrastructures: inNamespaces(seed.infrastructures),
+    dnsRecords: seed.dnsRecords.filter((r) => r.metadata.namespace === namespace),
     gateways: inNamespaces(seed.gateways),
     deployments: seed.deployments,
     services: seed.services,

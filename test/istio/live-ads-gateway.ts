@@ -53,6 +53,8 @@ export interface LiveAdsGateway extends Omit<IstioGateway, 'replaceListeners'> {
    * deletes once the store holds them (the push follows after Istio's debounce).
    */
   replaceEnvoyFilters(objects: readonly JsonObject[]): Promise<number>;
+  /** As replaceEnvoyFilters, for every kind in `kinds` (EnvoyFilter, Gateway, VirtualService, DestinationRule). */
+  replaceIstioConfig(objects: readonly JsonObject[], kinds: readonly IstioReplaceableKind[]): Promise<number>;
   /** Envoy's admin /config_dump. */
   configDump(): Promise<JsonObject>;
   /** What the serve tool wrote to stderr (bounded). */
@@ -60,6 +62,8 @@ export interface LiveAdsGateway extends Omit<IstioGateway, 'replaceListeners'> {
 }
 
 /** The serve tool's first line (see serve.go). */
+export type IstioReplaceableKind = 'EnvoyFilter' | 'Gateway' | 'VirtualService' | 'DestinationRule';
+
 export const readySchema = z.object({ xds: z.string(), node: z.record(z.string(), z.json()) });
 const replySchema = z.object({ applied: z.number().optional(), error: z.string().optional() });
 
@@ -174,6 +178,17 @@ export async function startLiveAdsGateway(options: LiveAdsGatewayOptions): Promi
     const envoy = await startEnvoy({ bootstrap, awaitListeners: [...listenersByPort.values()], drainTimeSeconds: options.drainTimeSeconds ?? 1, ...(options.awaitLive === false ? { awaitLive: false } : {}), ...(options.envoyVersion ? { envoyVersion: options.envoyVersion } : {}) });
     const running = serve;
     let replies = Promise.resolve(0);
+    const replaceIstioConfig = (objects: readonly JsonObject[], kinds: readonly IstioReplaceableKind[]): Promise<number> => {
+      const config = istioInputDocuments(objects.filter((o) => (kinds as readonly unknown[]).includes(o['kind'])));
+      // One update at a time: replies come back in order.
+      replies = replies.catch(() => 0).then(async () => {
+        running.child.stdin.write(`${JSON.stringify({ config, kinds })}\n`);
+        const reply = replySchema.parse(JSON.parse(await running.nextLine('reply to an update', REPLY_MS)));
+        if (reply.error !== undefined || reply.applied === undefined) throw new Error(`istio-render serve refused the update: ${reply.error ?? 'no count'}`);
+        return reply.applied;
+      });
+      return replies;
+    };
     return {
       envoy,
       echo,
@@ -181,17 +196,8 @@ export async function startLiveAdsGateway(options: LiveAdsGatewayOptions): Promi
       listenersByPort,
       clusters,
       endpoint: endpointByLogicalPort(envoy, listenersByPort),
-      replaceEnvoyFilters(objects) {
-        const config = istioInputDocuments(objects.filter((o) => o['kind'] === 'EnvoyFilter'));
-        // One update at a time: replies come back in order.
-        replies = replies.catch(() => 0).then(async () => {
-          running.child.stdin.write(`${JSON.stringify({ config })}\n`);
-          const reply = replySchema.parse(JSON.parse(await running.nextLine('reply to an update', REPLY_MS)));
-          if (reply.error !== undefined || reply.applied === undefined) throw new Error(`istio-render serve refused the update: ${reply.error ?? 'no count'}`);
-          return reply.applied;
-        });
-        return replies;
-      },
+      replaceEnvoyFilters: (objects) => replaceIstioConfig(objects, ['EnvoyFilter']),
+      replaceIstioConfig,
       async configDump() {
         const response = await fetch(`${envoy.adminUrl}/config_dump`, { signal: AbortSignal.timeout(10_000) });
         return (await response.json()) as JsonObject;

@@ -17,9 +17,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AclController } from '../../src/actuator/controller.js';
 import { verifyCommand } from '../../src/cli/verify-command.js';
 import { listAll } from '../../src/kube/list-watch.js';
-import { createObject, deleteObject, getObject, type ObjectToWrite } from '../../src/kube/objects-client.js';
-import type { JsonObject } from '../envoy/json.js';
+import { createObject, deleteObject, getObject } from '../../src/kube/objects-client.js';
 import { ERAS } from '../istio/eras.js';
+import { forApiServer, withoutServerFields } from '../istio/stored-fixture-objects.js';
 import { startLiveAdsGateway, type LiveAdsGateway } from '../istio/live-ads-gateway.js';
 import { INGRESS_GATEWAYS, gardenerSeedObjects, gatewayLabels } from '../istio/seed-fixture.js';
 import type { ControlPlane } from '../kube/control-plane.js';
@@ -43,18 +43,7 @@ interface ExtensionView {
   };
 }
 
-/** What the API server needs and the fixture leaves out (no controller ever reads it). */
-function complete(object: JsonObject): ObjectToWrite {
-  const o = structuredClone(object) as unknown as ObjectToWrite;
-  if (o.kind === 'Infrastructure') return { ...o, spec: { type: 'local', region: 'r', ...(o['spec'] as object) } };
-  return o;
-}
 
-function withoutServerFields(object: Record<string, unknown>): JsonObject {
-  const metadata = { ...(object['metadata'] as Record<string, unknown>) };
-  delete metadata['managedFields'];
-  return { ...object, metadata } as JsonObject;
-}
 
 describe('served check in the controller (real kube-apiserver, resource manager, Istio and Envoy per gateway; chart defaults)', () => {
   let cp: ControlPlane;
@@ -84,7 +73,7 @@ describe('served check in the controller (real kube-apiserver, resource manager,
   const metric = async () => (await registry.getSingleMetric('gardener_acl_protection_not_served')?.get())?.values ?? [];
 
   beforeAll(async () => {
-    cp = await startWithObjects(objects.filter((o) => API_SERVER_KINDS.has(String(o['kind']))).map(complete));
+    cp = await startWithObjects(objects.filter((o) => API_SERVER_KINDS.has(String(o['kind']))).map(forApiServer));
     grm = await startResourceManager(cp);
     controller = await startTestController(cp.kubeConfig, { registry });
     for (const id of ACL_SHOOTS) {
@@ -206,7 +195,7 @@ describe('served check in the controller (real kube-apiserver, resource manager,
     expect(await metric()).toEqual([]);
     const absent = (await registry.getSingleMetric('gardener_acl_served_patch_targets_absent')?.get())?.values ?? [];
     expect(absent.filter((v) => v.value > 0).map((v) => `${String(v.labels['gateway'])} ${v.value}`)).toEqual(['istio-ingress 1']);
-    for (const f of gardener8132) await createObject(cp.kubeConfig, complete(f));
+    for (const f of gardener8132) await createObject(cp.kubeConfig, forApiServer(f));
     await bridge();
     for (const id of ACL_SHOOTS) {
       await eventually(`${id} note gone`, async () => healthy(await ext(id))?.message === 'The ACL is stored as recorded on every path and gateway.', REPORTED_WITHIN_MS);

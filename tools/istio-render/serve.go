@@ -19,7 +19,10 @@
 //	    node: the Envoy bootstrap `node` for the proxy the flags describe
 //	          (-labels, -namespace, -ip, -id, -proxy-version, -cluster-id, as
 //	          in the render mode): Istio reads the proxy from the node.
-//	stdin:  {"config":"<multi-document YAML of EnvoyFilters>"[,"gc":true]}
+//	stdin:  {"config":"<multi-document YAML of EnvoyFilters>"[,"gc":true][,"kinds":[...]]}
+//	    "kinds" (default ["EnvoyFilter"]) may also name Gateway, VirtualService
+//	    and DestinationRule: the store's objects of every kind named are made
+//	    exactly those given (a test of a shoot whose Gateway appears later).
 //	    The config store's EnvoyFilters are now exactly these: new ones are
 //	    created, changed ones (spec, labels or annotations) updated, missing
 //	    ones deleted, unchanged ones left alone, all in Istio's config store,
@@ -459,19 +462,38 @@ func readUpstreams(path string) (map[string]int, error) {
 	return upstreams, nil
 }
 
-func sameEnvoyFilter(a, b *config.Config) bool {
+// replaceableKinds are the kinds an update may replace, by the name it gives them.
+var replaceableKinds = map[string]config.GroupVersionKind{
+	"EnvoyFilter":     gvk.EnvoyFilter,
+	"Gateway":         gvk.Gateway,
+	"VirtualService":  gvk.VirtualService,
+	"DestinationRule": gvk.DestinationRule,
+}
+
+func sameConfig(a, b *config.Config) bool {
 	return maps.Equal(a.Labels, b.Labels) && maps.Equal(a.Annotations, b.Annotations) &&
 		proto.Equal(a.Spec.(proto.Message), b.Spec.(proto.Message))
 }
 
-// replaceEnvoyFilters makes the store's EnvoyFilters exactly those in yamlText.
+// replaceConfigs makes the store's objects of the given kinds exactly those in yamlText.
 // Everything is parsed and checked before the store is touched. The writes
 // are planned first (comparing every object, which takes seconds for
 // thousands of large EnvoyFilters) and then made back to back, as a
 // controller writing the changed objects would: writes spread over the
 // comparisons would reach Istio's debounce further apart than 100 ms and be
 // pushed in several pushes.
-func replaceEnvoyFilters(store model.ConfigStoreController, yamlText string, gc bool) (int, error) {
+func replaceConfigs(store model.ConfigStoreController, yamlText string, kindNames []string, gc bool) (int, error) {
+	kinds := map[config.GroupVersionKind]bool{}
+	if len(kindNames) == 0 {
+		kindNames = []string{"EnvoyFilter"}
+	}
+	for _, name := range kindNames {
+		k, ok := replaceableKinds[name]
+		if !ok {
+			return 0, fmt.Errorf("kind %q cannot be replaced (EnvoyFilter, Gateway, VirtualService, DestinationRule can)", name)
+		}
+		kinds[k] = true
+	}
 	parseStart := time.Now()
 	configs, _, err := crd.ParseInputs(yamlText)
 	if err != nil {
@@ -482,20 +504,20 @@ func replaceEnvoyFilters(store model.ConfigStoreController, yamlText string, gc 
 	want := map[string]config.Config{}
 	now := time.Now()
 	for _, c := range configs {
-		if c.GroupVersionKind != gvk.EnvoyFilter {
-			return 0, fmt.Errorf("%s %s/%s: only EnvoyFilters can be replaced", c.GroupVersionKind.Kind, c.Namespace, c.Name)
+		if !kinds[c.GroupVersionKind] {
+			return 0, fmt.Errorf("%s %s/%s: only %s can be replaced by this update", c.GroupVersionKind.Kind, c.Namespace, c.Name, strings.Join(kindNames, ", "))
 		}
 		if c.Namespace == "" {
 			c.Namespace = "default"
 		}
 		if _, ok := c.Spec.(proto.Message); !ok {
-			return 0, fmt.Errorf("EnvoyFilter %s/%s: spec is no proto message", c.Namespace, c.Name)
+			return 0, fmt.Errorf("%s %s/%s: spec is no proto message", c.GroupVersionKind.Kind, c.Namespace, c.Name)
 		}
-		want[c.Namespace+"/"+c.Name] = c
+		want[c.GroupVersionKind.Kind+"/"+c.Namespace+"/"+c.Name] = c
 	}
 	var creates, updates, deletes []config.Config
 	for _, c := range want {
-		existing := store.Get(gvk.EnvoyFilter, c.Name, c.Namespace)
+		existing := store.Get(c.GroupVersionKind, c.Name, c.Namespace)
 		if existing == nil {
 			if c.CreationTimestamp.IsZero() {
 				c.CreationTimestamp = now
@@ -503,7 +525,7 @@ func replaceEnvoyFilters(store model.ConfigStoreController, yamlText string, gc 
 			creates = append(creates, c)
 			continue
 		}
-		if sameEnvoyFilter(existing, &c) {
+		if sameConfig(existing, &c) {
 			continue
 		}
 		if c.CreationTimestamp.IsZero() {
@@ -512,9 +534,11 @@ func replaceEnvoyFilters(store model.ConfigStoreController, yamlText string, gc 
 		c.ResourceVersion = ""
 		updates = append(updates, c)
 	}
-	for _, c := range store.List(gvk.EnvoyFilter, model.NamespaceAll) {
-		if _, ok := want[c.Namespace+"/"+c.Name]; !ok {
-			deletes = append(deletes, c)
+	for k := range kinds {
+		for _, c := range store.List(k, model.NamespaceAll) {
+			if _, ok := want[k.Kind+"/"+c.Namespace+"/"+c.Name]; !ok {
+				deletes = append(deletes, c)
+			}
 		}
 	}
 	phases["update_compare_ms"] = since(compareStart)
@@ -538,7 +562,7 @@ func replaceEnvoyFilters(store model.ConfigStoreController, yamlText string, gc 
 		applied++
 	}
 	for _, c := range deletes {
-		if err := store.Delete(gvk.EnvoyFilter, c.Name, c.Namespace, nil); err != nil {
+		if err := store.Delete(c.GroupVersionKind, c.Name, c.Namespace, nil); err != nil {
 			return applied, fmt.Errorf("deleting %s/%s: %w", c.Namespace, c.Name, err)
 		}
 		applied++
@@ -653,9 +677,10 @@ func serveMain(args []string) {
 		line, err := in.ReadBytes('\n')
 		if len(bytes.TrimSpace(line)) > 0 {
 			var u struct {
-				Config *string `json:"config"`
-				Stats  bool    `json:"stats"`
-				GC     bool    `json:"gc"`
+				Config *string  `json:"config"`
+				Kinds  []string `json:"kinds"`
+				Stats  bool     `json:"stats"`
+				GC     bool     `json:"gc"`
 			}
 			switch decodeErr := json.Unmarshal(line, &u); {
 			case decodeErr != nil:
@@ -665,7 +690,7 @@ func serveMain(args []string) {
 			case u.Config == nil:
 				flush(map[string]any{"error": "update line without \"config\""})
 			default:
-				if n, err := replaceEnvoyFilters(fake.Store(), *u.Config, u.GC); err != nil {
+				if n, err := replaceConfigs(fake.Store(), *u.Config, u.Kinds, u.GC); err != nil {
 					flush(map[string]any{"error": err.Error(), "applied": n})
 				} else {
 					flush(map[string]any{"applied": n})
