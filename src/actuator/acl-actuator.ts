@@ -224,8 +224,9 @@ export class AclActuator implements Actuator {
    * Gardener's legacy apiserver-proxy EnvoyFilters (< 1.123) get the shoot's RBAC filter from
    * the mutating webhook, which only runs when they are written: an empty merge patch makes
    * the API server admit them again with the ACL the Extension now records (or without it, when
-   * the Extension is going away). Filters that do not exist (newer Gardener) are skipped
-   * without a write.
+   * the Extension is going away). A filter the webhook created with its refuse-everyone
+   * placeholder gets the ACL this way too. Filters that do not exist (newer Gardener), or that
+   * already carry exactly the recorded ACL, are skipped without a write.
    *
    * The webhook runs in another process with its own cache, which may still hold the previous ACL
    * (or none): the admitted object is read back and checked against `expected`. Returns the
@@ -236,7 +237,11 @@ export class AclActuator implements Actuator {
     for (const namespace of gatewayNamespaces) {
       for (const name of legacyProxyFilterNames(technicalID)) {
         const ref: ObjectRef = { apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name, namespace };
-        if (!(await this.deps.client.get(ref))) continue;
+        const stored = await this.deps.client.get(ref);
+        if (!stored) continue;
+        const toDo = (filter: unknown) => legacyProxyPatch(filter, (id) => (id === technicalID ? expected : undefined), this.deps.operator.legacyProxyPort);
+        // Already as recorded: no write (the watch on these filters would bring the shoot back for nothing).
+        if (toDo(stored).length === 0) continue;
         try {
           await this.deps.client.mergePatch(ref, {});
         } catch (error) {
@@ -245,8 +250,7 @@ export class AclActuator implements Actuator {
         }
         const admitted = await this.deps.client.get(ref);
         if (!admitted) continue;
-        const stillToDo = legacyProxyPatch(admitted, (id) => (id === technicalID ? expected : undefined), this.deps.operator.legacyProxyPort);
-        if (stillToDo.length > 0) unverified.push(`${namespace}/${name}`);
+        if (toDo(admitted).length > 0) unverified.push(`${namespace}/${name}`);
       }
     }
     return unverified;

@@ -39,6 +39,7 @@ import { kubeObjectJsonSchema, type KubeObjectJson } from '../kube/object-json.j
 import { createWorkQueueMetrics } from '../kube/metrics.js';
 import { WorkQueue } from '../kube/work-queue.js';
 import { MANAGED_BY, MANAGED_BY_LABEL, ROLE_LABEL } from '../rbac/envoy-filter-types.js';
+import { LEGACY_FILTER_PREFIX } from '../rbac/legacy-proxy-patch.js';
 import type { ClusterClient } from './cluster-client.js';
 import { CombinedSyncer } from './combined-syncer.js';
 import { MAX_COMBINED_PACE_MS, combinedSyncDelay, listenerWriteDelay, type CombinedPace } from './combined-pace.js';
@@ -121,6 +122,7 @@ export class AclController {
     services: ResilientInformer<Service>;
     configMaps: ResilientInformer<ConfigMap>;
     envoyFilters: ResilientInformer<EnvoyFilterObject>;
+    legacyFilters: ResilientInformer<KubeObjectJson>;
     managedResources: ResilientInformer<KubeObjectJson>;
   };
   private readonly reconciler: ExtensionReconciler;
@@ -214,6 +216,16 @@ export class AclController {
           // Shoots waiting to be protected as recorded look again at what is now stored.
           for (const key of this.awaitingCombined) this.queue.add(key);
         },
+      ),
+      // Gardener's legacy apiserver-proxy filters (`<id>`, `<id>-apiserver-proxy`): the webhook puts
+      // an ACL shoot's ranges only into an update of a stored one (a create gets a filter that
+      // refuses everyone), so a new or rewritten one brings the shoot back for the controller's
+      // update; its reconcile writes only a filter that does not carry the recorded ACL.
+      legacyFilters: informer(
+        WATCHED.foreignEnvoyFilters,
+        (raw) => mapDefined(kubeObjectJsonSchema.safeParse(raw).data, identityOnly),
+        (_e, filter) => this.enqueueNamespace(filter.metadata.name.replace(/-apiserver-proxy$/, '')),
+        (filter) => filter.metadata.name.startsWith(LEGACY_FILTER_PREFIX),
       ),
       // Any change to our ManagedResources (a foreign delete or edit, the resource manager's
       // status) makes the shoot converge again on what is stored.

@@ -190,7 +190,7 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
     ...(a['served-check-interval'] > 0 ? { servedCheck: { intervalMs: a['served-check-interval'], maxReadBytes: a['served-check-max-read-mib'] * 2 ** 20 } } : {}),
   });
   const certificates = a['webhook-certificates-namespace']
-    ? seedWebhookCertificates(a, a['webhook-certificates-namespace'], { kubeConfig, ...(fence ? { fence } : {}) }, logger, () => {
+    ? seedWebhookCertificates(a, a['webhook-certificates-namespace'], { kubeConfig, ...(fence ? { fence } : {}) }, operator.config.legacyProxyPort, logger, () => {
         // Legacy filters written while the registration was missing or wrong lack the RBAC filter: nudge them all now.
         logger.info('the webhook registration was repaired; reconciling every shoot so that Gardener’s legacy filters are admitted again');
         controller.resync();
@@ -293,6 +293,7 @@ function seedWebhookCertificates(
   a: z.output<typeof argsSchema>,
   namespace: string,
   target: KubeTarget & { readonly kubeConfig: KubeConfig },
+  legacyProxyPort: number,
   logger: Logger,
   onConfigurationRewritten: () => void,
 ): WebhookCertificateManager {
@@ -313,7 +314,7 @@ function seedWebhookCertificates(
         target,
         ...(owner ? { owner: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', name: owner } } : {}),
         build: (caBundlePem) =>
-          mutatingWebhookConfiguration({ target: clientTarget, caBundlePem, timeoutSeconds: a['webhook-timeout-seconds'], controllerUsername: a['controller-username'] }),
+          mutatingWebhookConfiguration({ target: clientTarget, caBundlePem, timeoutSeconds: a['webhook-timeout-seconds'], controllerUsername: a['controller-username'], legacyProxyPort }),
         // Registered only once a webhook Pod is ready (or the URL answers): never a Fail webhook without a server.
         backendReady: 'url' in clientTarget ? () => urlAnswers(clientTarget.url) : () => serviceHasReadyEndpoint(target.kubeConfig, clientTarget.service.namespace, clientTarget.service.name),
       },

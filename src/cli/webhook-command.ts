@@ -8,6 +8,8 @@ import { pino, type Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { stringify as stringifyYaml } from 'yaml';
 import { z } from 'zod';
+import type { StoredUidLookup } from '../webhook/envoy-filter-mutator.js';
+import { storedEnvoyFilterUid } from '../webhook/stored-filter-uid.js';
 import { InformerCacheSource } from '../webhook/informer-cache-source.js';
 import { WebhookCertificateManager } from '../webhook/certificate-manager.js';
 import { CERT_FILE, KEY_FILE, readKeyPair, selfSignedCertificates, serviceDnsNames, writeKeyPair, type KeyPair } from '../webhook/serving-certs.js';
@@ -66,7 +68,9 @@ Prints the MutatingWebhookConfiguration and ValidatingWebhookConfiguration as YA
   --webhooks LIST              envoyfilter,shoot (default both)
   --timeout-seconds N          1-30 (default 10)
   --controller-username NAME   exempt this user's (the controller's) writes of combined filters
-                               (the name the other commands use; --controller-user is accepted too)`;
+                               (the name the other commands use; --controller-user is accepted too)
+  --legacy-proxy-port N        the legacy apiserver-proxy port whose Gardener filters the webhook
+                               patches (OperatorConfiguration legacyProxyPort; default 8443)`;
 
 const WEBHOOK_NAMES = ['envoyfilter', 'shoot'] as const;
 const webhookList = z
@@ -116,6 +120,7 @@ const configArgs = z
     'timeout-seconds': z.coerce.number().int().min(1).max(30),
     'controller-username': z.string().min(1, { error: '--controller-username must not be empty' }).optional(),
     'controller-user': z.string().min(1, { error: '--controller-user must not be empty' }).optional(),
+    'legacy-proxy-port': port('--legacy-proxy-port').min(1),
   })
   .refine((a) => (a.url === undefined) !== (a.service === undefined), { error: 'give exactly one of --url and --service' })
   .refine((a) => a['controller-user'] === undefined || a['controller-username'] === undefined || a['controller-user'] === a['controller-username'], {
@@ -126,13 +131,13 @@ const configArgs = z
  * Certificates this process keeps itself: the stored pair is written into --cert-dir after every
  * pass (so the server's watcher takes it), and the server starts once the first pair is there.
  */
-async function managedCertificates(a: z.output<typeof serveArgs>, namespace: string, logger: Logger): Promise<WebhookCertificateManager> {
+async function managedCertificates(a: z.output<typeof serveArgs>, namespace: string, legacyProxyPort: number, logger: Logger): Promise<WebhookCertificateManager> {
   const clientTarget: ClientTarget = a['register-url'] ? { url: a['register-url'] } : { service: a.service! };
   const configTarget = loadKubeConfig(a['webhook-config-kubeconfig'] ?? process.env.GARDEN_KUBECONFIG ?? a.kubeconfig);
   const owner = a['webhook-config-owner'];
   let firstPair: () => void = () => undefined;
   const written = new Promise<void>((resolve) => (firstPair = resolve));
-  const options = { target: clientTarget, timeoutSeconds: a['timeout-seconds'], controllerUsername: a['controller-username'] };
+  const options = { target: clientTarget, timeoutSeconds: a['timeout-seconds'], controllerUsername: a['controller-username'], legacyProxyPort };
   const manager = new WebhookCertificateManager({
     target: loadKubeConfig(a.kubeconfig),
     namespace,
@@ -223,10 +228,13 @@ export async function webhookCommand(argv: readonly string[], io: CommandIO): Pr
     }
   }
   let cache: InformerCacheSource | undefined;
+  let storedUid: StoredUidLookup | undefined;
   if (a.webhooks.includes('envoyfilter')) {
-    cache = new InformerCacheSource(loadKubeConfig(a.kubeconfig), logger);
+    const kubeConfig = loadKubeConfig(a.kubeconfig);
+    cache = new InformerCacheSource(kubeConfig, logger);
+    storedUid = storedEnvoyFilterUid(kubeConfig);
   }
-  const certificates = a['certificates-namespace'] ? await managedCertificates(a, a['certificates-namespace'], logger) : undefined;
+  const certificates = a['certificates-namespace'] ? await managedCertificates(a, a['certificates-namespace'], operator.legacyProxyPort, logger) : undefined;
   let app: Awaited<ReturnType<typeof startWebhookApp>>;
   try {
     app = await startWebhookApp({
@@ -234,6 +242,7 @@ export async function webhookCommand(argv: readonly string[], io: CommandIO): Pr
       cache,
       validateShoots: a.webhooks.includes('shoot'),
       ...(a['controller-username'] ? { controllerUsername: a['controller-username'] } : {}),
+      ...(storedUid ? { storedUid } : {}),
       certificates: await certificateSource(a),
       host: a.host,
       port: a.port,
@@ -289,6 +298,7 @@ export async function webhookConfigCommand(argv: readonly string[], io: CommandI
     'timeout-seconds': { type: 'string', default: '10' },
     'controller-username': { type: 'string' },
     'controller-user': { type: 'string' },
+    'legacy-proxy-port': { type: 'string', default: '8443' },
   });
   if ('exitCode' in parsed) return parsed.exitCode;
   const args = configArgs.safeParse(parsed.values);
@@ -306,7 +316,7 @@ export async function webhookConfigCommand(argv: readonly string[], io: CommandI
     return 2;
   }
   const target: ClientTarget = a.url ? { url: a.url } : { service: a.service! };
-  const options = { target, caBundlePem, timeoutSeconds: a['timeout-seconds'], controllerUsername: a['controller-username'] ?? a['controller-user'] };
+  const options = { target, caBundlePem, timeoutSeconds: a['timeout-seconds'], controllerUsername: a['controller-username'] ?? a['controller-user'], legacyProxyPort: a['legacy-proxy-port'] };
   const documents = [
     ...(a.webhooks.includes('envoyfilter') ? [mutatingWebhookConfiguration(options)] : []),
     ...(a.webhooks.includes('shoot') ? [validatingWebhookConfiguration(options)] : []),

@@ -26,6 +26,9 @@ export const WATCHED = {
   // Only shoot-info is read; the other kube-system ConfigMaps are not worth a cache.
   kubeSystemConfigMaps: { path: '/api/v1/namespaces/kube-system/configmaps', fieldSelector: 'metadata.name=shoot-info' },
   envoyFilters: { path: '/apis/networking.istio.io/v1alpha3/envoyfilters', listPageSize: 10 },
+  // Everyone's but ours (Gardener's legacy apiserver-proxy filters among them, which carry no label
+  // of their own): a new or rewritten one brings its shoot back, so the ACL follows in seconds.
+  foreignEnvoyFilters: { path: '/apis/networking.istio.io/v1alpha3/envoyfilters', labelSelector: 'app.kubernetes.io/managed-by!=gardener-acl' },
   // Only the controller's own (labelled): a foreign delete or edit is repaired at once.
   managedResources: { path: '/apis/resources.gardener.cloud/v1alpha1/managedresources', labelSelector: 'app.kubernetes.io/managed-by=gardener-acl' },
 } as const satisfies Record<string, WatchedResource>;

@@ -7,6 +7,9 @@ import { jsonEqual } from './deep-equal.js';
 import { FILTER_NAMES, networkDenyFilter, shootStatPrefix } from './filter-values.js';
 import { notAdmittedPrincipal } from './principals.js';
 
+/** Gardener names its per-shoot legacy apiserver-proxy filters `<technical ID>` and `<technical ID>-apiserver-proxy`. */
+export const LEGACY_FILTER_PREFIX = 'shoot-';
+
 const TCP_PROXY = 'envoy.filters.network.tcp_proxy';
 // The chain forwards to the shoot's kube-apiserver Service, or, with Istio TLS termination
 // (Gardener 1.114-1.122), to the listener Gardener adds for it on an abstract socket.
@@ -74,6 +77,16 @@ export function findLegacyChains(envoyFilter: unknown, legacyPort: number): Lega
  */
 export const KEEP_AS_STORED = 'keep-as-stored';
 
+/**
+ * For an ACL shoot in a review that is not of a stored legacy filter (a create, or a review made
+ * up by someone who can reach the webhook): a filter that refuses every client, so the answer
+ * reveals no range. The controller's next write of the stored filter brings the shoot's ACL.
+ */
+export const SEALED = 'sealed';
+
+/** What the webhook knows of the shoot a legacy chain leads to (undefined: no active ACL, the chain stays open). */
+export type LegacyAclAnswer = LegacyProxyAcl | typeof KEEP_AS_STORED | typeof SEALED | undefined;
+
 /** The shoot's RBAC filter in its legacy chain of `envoyFilter`, if it has one. */
 function storedLegacyFilter(envoyFilter: unknown, technicalID: string, legacyPort: number): unknown {
   for (const target of findLegacyChains(envoyFilter, legacyPort)) {
@@ -94,7 +107,7 @@ function storedLegacyFilter(envoyFilter: unknown, technicalID: string, legacyPor
  */
 export function legacyProxyPatch(
   envoyFilter: unknown,
-  aclOf: (technicalID: string) => LegacyProxyAcl | typeof KEEP_AS_STORED | undefined,
+  aclOf: (technicalID: string) => LegacyAclAnswer,
   legacyPort: number,
   previous?: unknown,
 ): Operation[] {
@@ -108,13 +121,19 @@ export function legacyProxyPatch(
     const others = current.filter((f) => namedFilter.safeParse(f).data?.name !== FILTER_NAMES.legacyProxy);
     const acl = aclOf(technicalID);
     const kept = acl === KEEP_AS_STORED ? (storedLegacyFilter(envoyFilter, technicalID, legacyPort) ?? storedLegacyFilter(previous, technicalID, legacyPort)) : undefined;
-    const rbac = acl === KEEP_AS_STORED ? kept : acl ? legacyProxyFilter(technicalID, acl) : undefined;
+    const rbac = acl === KEEP_AS_STORED ? kept : acl === SEALED ? sealedFilter(technicalID) : acl ? legacyProxyFilter(technicalID, acl) : undefined;
     const desired = rbac !== undefined ? [structuredClone(rbac), ...others] : others;
     if (jsonEqual(current, desired)) continue;
     const path = `/spec/configPatches/${patchIndex}/patch/value/filters`;
     operations.push({ op: 'replace', path, value: desired });
   }
   return operations;
+}
+
+function sealedFilter(technicalID: string): unknown {
+  return structuredClone(
+    networkDenyFilter(FILTER_NAMES.legacyProxy, shootStatPrefix('legacy_proxy', technicalID), { [technicalID]: { permissions: [{ any: true }], principals: [{ any: true }] } }, 'enforce'),
+  );
 }
 
 function legacyProxyFilter(technicalID: string, acl: LegacyProxyAcl): unknown {

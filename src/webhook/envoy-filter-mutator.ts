@@ -1,7 +1,12 @@
 // The mutating webhook for EnvoyFilters:
 // (a) Gardener's per-shoot legacy apiserver-proxy filters (names `shoot-...`) get the shoot's
 //     network RBAC filter first in their chain (an EnvoyFilter cannot patch a chain another one
-//     added, istio#41536), or lose it when the shoot has no active ACL;
+//     added, istio#41536), or lose it when the shoot has no active ACL. Anyone who can reach the
+//     webhook can send it a review, so the ACL goes only into an update of a filter the API server
+//     stores (the review's old object has the stored object's uid, which only those who can read
+//     EnvoyFilters know, and they can read the ACL in the stored filter anyway). A create, or a
+//     made-up review, gets for an ACL shoot a filter that refuses everyone: it reveals no range,
+//     and the controller's next write of the stored filter (it watches them) brings the ACL;
 // (b) combined CONNECT filters (`acl-connect-...`) may be written only by the controller (its
 //     authenticated user); anyone else's create or spec change is refused, so no stale or foreign
 //     writer can install a filter that misses a shoot or a header, and no answer ever carries the
@@ -11,11 +16,11 @@ import { z } from 'zod';
 import type { OperatorConfig } from '../acl/operator-config.js';
 import { CONNECT_FILTER_PREFIX } from '../rbac/combined-connect-filters.js';
 import { jsonEqual } from '../rbac/deep-equal.js';
-import { legacyProxyPatch } from '../rbac/legacy-proxy-patch.js';
+import { describeError } from '../kube/errors.js';
+import { LEGACY_FILTER_PREFIX, SEALED, legacyProxyPatch } from '../rbac/legacy-proxy-patch.js';
 import { deny, type AdmissionRequest, type AdmissionVerdict } from './admission-review.js';
 import type { AclIndex } from './acl-index.js';
 
-export const LEGACY_FILTER_PREFIX = 'shoot-';
 
 const envoyFilterSchema = z.looseObject({
   kind: z.literal('EnvoyFilter', { error: 'must be "EnvoyFilter"' }),
@@ -26,14 +31,47 @@ type EnvoyFilter = z.infer<typeof envoyFilterSchema>;
 
 const ALLOW: AdmissionVerdict = { allowed: true };
 
+/** The uid of the stored EnvoyFilter namespace/name (undefined: none is stored); throws when it cannot be read. */
+export type StoredUidLookup = (namespace: string, name: string) => Promise<string | undefined>;
+
+const oldMetadata = z.looseObject({ metadata: z.looseObject({ uid: z.string().min(1) }) });
+
 /**
+ * The webhook's answer, after telling whether the review is of a stored legacy filter: an update
+ * whose old object carries the uid the API server stores for that namespace and name. Without a
+ * lookup, no review is. A lookup that fails is a refusal to retry, never a guess.
+ */
+export async function admitEnvoyFilter(
+  request: AdmissionRequest,
+  index: AclIndex,
+  operator: OperatorConfig,
+  controllerUsername: string | undefined,
+  storedUid: StoredUidLookup | undefined,
+): Promise<AdmissionVerdict> {
+  const name = (request.object as { metadata?: { name?: unknown } } | undefined)?.metadata?.name ?? request.name;
+  const oldUid = oldMetadata.safeParse(request.oldObject).data?.metadata.uid;
+  let ofStoredFilter = false;
+  if (request.operation === 'UPDATE' && typeof name === 'string' && name.startsWith(LEGACY_FILTER_PREFIX) && oldUid !== undefined && storedUid !== undefined) {
+    const namespace = request.namespace ?? '';
+    try {
+      ofStoredFilter = (await storedUid(namespace, name)) === oldUid;
+    } catch (error) {
+      return deny(503, 'ServiceUnavailable', `cannot read the stored EnvoyFilter ${namespace}/${name} to check the review against it: ${describeError(error)}; retry shortly`);
+    }
+  }
+  return mutateEnvoyFilter(request, index, operator, controllerUsername, ofStoredFilter);
+}
+
+/**
+ * `ofStoredFilter`: the review is of a stored legacy filter (admitEnvoyFilter); otherwise an ACL
+ * shoot's legacy chain gets a filter that refuses everyone.
  * `controllerUsername`: the AUTHENTICATED user (request.userInfo.username, set by the API
  * server) whose writes of combined filters are let through unchanged: the controller, which
  * writes them from recorded state. Nothing a client sends about itself (such as
  * `fieldManager`) is trusted. Without it, every create or spec change of a combined filter is
  * refused (the webhook configuration's matchConditions normally spare the controller the call).
  */
-export function mutateEnvoyFilter(request: AdmissionRequest, index: AclIndex, operator: OperatorConfig, controllerUsername?: string): AdmissionVerdict {
+export function mutateEnvoyFilter(request: AdmissionRequest, index: AclIndex, operator: OperatorConfig, controllerUsername?: string, ofStoredFilter = false): AdmissionVerdict {
   if (request.operation !== 'CREATE' && request.operation !== 'UPDATE') return ALLOW;
   const parsed = envoyFilterSchema.safeParse(request.object);
   if (!parsed.success) return deny(400, 'BadRequest', `request.object is not an EnvoyFilter: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'object'} ${i.message}`).join('; ')}`);
@@ -50,7 +88,8 @@ export function mutateEnvoyFilter(request: AdmissionRequest, index: AclIndex, op
   }
   // Refusing is safer than guessing: an empty cache would strip every legacy filter's RBAC.
   if (!index.synced()) return deny(503, 'ServiceUnavailable', 'the webhook caches are not synced yet; retry shortly');
-  return { allowed: true, patch: legacyProxyPatch(request.object, (id) => index.legacyAcl(id), operator.legacyProxyPort, request.oldObject) };
+  const aclOf = ofStoredFilter ? (id: string) => index.legacyAcl(id) : (id: string) => (index.legacyAcl(id) === undefined ? undefined : SEALED);
+  return { allowed: true, patch: legacyProxyPatch(request.object, aclOf, operator.legacyProxyPort, request.oldObject) };
 }
 
 function guardCombined(request: AdmissionRequest, filter: EnvoyFilter): AdmissionVerdict {

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { OperatorConfig } from '../acl/operator-config.js';
 import { AclIndex, type AdmissionCacheSource } from './acl-index.js';
-import { mutateEnvoyFilter } from './envoy-filter-mutator.js';
+import { admitEnvoyFilter, type StoredUidLookup } from './envoy-filter-mutator.js';
 import { CertWatcher, type KeyPair } from './serving-certs.js';
 import { validateShoot } from './shoot-validator.js';
 import { MUTATING_WEBHOOK_PATH, VALIDATING_WEBHOOK_PATH } from './webhook-configuration.js';
@@ -27,6 +27,8 @@ export interface WebhookAppOptions {
   readonly registry: Registry;
   /** The controller's authenticated user: its writes of combined filters pass unchanged. */
   readonly controllerUsername?: string;
+  /** Reads a stored EnvoyFilter's uid: only a review of a stored legacy filter gets the shoot's ACL (envoy-filter-mutator.ts). */
+  readonly storedUid?: StoredUidLookup;
   /** Extra routes on the same server (the benchmark's echo baseline). */
   readonly extraRoutes?: (server: WebhookServer) => void;
 }
@@ -45,11 +47,17 @@ export interface RunningWebhookApp {
   stop(): Promise<void>;
 }
 
-export function admissionRoutes(operator: OperatorConfig, cache: AdmissionCacheSource | undefined, validateShoots: boolean, controllerUsername?: string): WebhookRoute[] {
+export function admissionRoutes(
+  operator: OperatorConfig,
+  cache: AdmissionCacheSource | undefined,
+  validateShoots: boolean,
+  controllerUsername?: string,
+  storedUid?: StoredUidLookup,
+): WebhookRoute[] {
   const routes: WebhookRoute[] = [];
   if (cache) {
     const index = new AclIndex(cache);
-    routes.push({ name: 'envoyfilter', path: MUTATING_WEBHOOK_PATH, handle: (r) => mutateEnvoyFilter(r, index, operator, controllerUsername) });
+    routes.push({ name: 'envoyfilter', path: MUTATING_WEBHOOK_PATH, handle: (r) => admitEnvoyFilter(r, index, operator, controllerUsername, storedUid) });
   }
   if (validateShoots) routes.push({ name: 'shoot', path: VALIDATING_WEBHOOK_PATH, handle: (r) => validateShoot(r, operator.maxCIDRs) });
   return routes;
@@ -78,7 +86,7 @@ export async function startWebhookApp(options: WebhookAppOptions): Promise<Runni
         })
       : undefined;
   const tls = watcher ? await watcher.start() : (source as { pair: KeyPair }).pair;
-  const listening = createWebhookServer({ tls, routes: admissionRoutes(options.operator, options.cache, options.validateShoots, options.controllerUsername), logger, metrics });
+  const listening = createWebhookServer({ tls, routes: admissionRoutes(options.operator, options.cache, options.validateShoots, options.controllerUsername, options.storedUid), logger, metrics });
   serving.server = listening;
   let draining = false;
   listening.addHook('onSend', async (_request, reply) => {

@@ -24,6 +24,8 @@ export interface WebhookConfigurationOptions {
   readonly timeoutSeconds?: number;
   /** Leave writes by this user (the controller's) out of the EnvoyFilter webhook. */
   readonly controllerUsername?: string;
+  /** The legacy PROXY-protocol apiserver-proxy port (OperatorConfiguration legacyProxyPort, 8443). */
+  readonly legacyProxyPort?: number;
 }
 
 function clientConfig(target: ClientTarget, path: string, caBundlePem: string): Record<string, unknown> {
@@ -34,8 +36,19 @@ function clientConfig(target: ClientTarget, path: string, caBundlePem: string): 
 
 const COMMON = { sideEffects: 'None', admissionReviewVersions: ['v1'], failurePolicy: 'Fail', matchPolicy: 'Equivalent' } as const;
 
-// CEL on the object; `has()` guards CREATE with generateName, where the name is not set yet.
-const ENVOY_FILTER_NAMES = "has(object.metadata.name) && (object.metadata.name.startsWith('shoot-') || object.metadata.name.startsWith('acl-connect-'))";
+/**
+ * CEL on the object: Gardener's per-shoot filters that add a chain to the legacy apiserver-proxy
+ * port (Gardener < 1.123; `has()` guards CREATE with generateName and every optional field), the
+ * only `shoot-` filters the webhook patches, and the combined CONNECT filters. On a newer Gardener
+ * no `shoot-` filter has such a chain, so none of Gardener's writes waits for the webhook.
+ */
+function envoyFilterMatch(legacyPort: number): string {
+  const onLegacyPort =
+    `has(p.match) && has(p.match.listener) && ((has(p.match.listener.portNumber) && p.match.listener.portNumber == ${legacyPort}) || ` +
+    `(has(p.match.listener.name) && p.match.listener.name == '0.0.0.0_${legacyPort}'))`;
+  const legacyChain = `has(object.spec) && has(object.spec.configPatches) && object.spec.configPatches.exists(p, has(p.applyTo) && p.applyTo == 'FILTER_CHAIN' && ${onLegacyPort})`;
+  return `has(object.metadata.name) && ((object.metadata.name.startsWith('shoot-') && ${legacyChain}) || object.metadata.name.startsWith('acl-connect-'))`;
+}
 const USES_ACL = "has(object.spec) && has(object.spec.extensions) && object.spec.extensions.exists(e, e.type == 'acl')";
 /**
  * The API server calls the Shoot webhook only when the acl extension entries are created or
@@ -56,7 +69,7 @@ function configuration(kind: string, webhook: Record<string, unknown>, options: 
 }
 
 export function mutatingWebhookConfiguration(options: WebhookConfigurationOptions): Record<string, unknown> {
-  const matchConditions = [{ name: 'legacy-proxy-or-combined-connect-filter', expression: ENVOY_FILTER_NAMES }];
+  const matchConditions = [{ name: 'legacy-proxy-or-combined-connect-filter', expression: envoyFilterMatch(options.legacyProxyPort ?? 8443) }];
   if (options.controllerUsername) {
     // Only the controller's combined filters are exempt: its empty patches to Gardener's legacy
     // filters exist precisely to run this webhook.

@@ -13,7 +13,7 @@ import type { WebhookMetrics } from './webhook-metrics.js';
 
 export const BODY_LIMIT_BYTES = 7 * 1024 * 1024;
 
-export type AdmissionHandler = (request: AdmissionRequest) => AdmissionVerdict;
+export type AdmissionHandler = (request: AdmissionRequest) => AdmissionVerdict | Promise<AdmissionVerdict>;
 
 export interface WebhookRoute {
   /** Metric label. */
@@ -92,7 +92,7 @@ export function createWebhookServer(options: WebhookServerOptions): WebhookServe
       if (!review.ok) return answer(request, reply, review.uid, deny(400, 'BadRequest', review.message));
       let verdict: AdmissionVerdict;
       try {
-        verdict = route.handle(review.request);
+        verdict = await route.handle(review.request);
       } catch (error) {
         request.log.error({ err: error, uid: review.request.uid }, 'webhook handler failed');
         verdict = deny(500, 'InternalError', `${route.name} failed: ${describe(error)}`);

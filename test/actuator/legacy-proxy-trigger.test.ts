@@ -16,11 +16,17 @@ import { legacyFilter } from '../webhook/webhook-fixtures.js';
 const ID = 'shoot--p--a';
 const key = (r: ObjectRef) => `${r.kind} ${r.namespace ?? ''}/${r.name}`;
 
-/** Objects by key; records every call; `vanishing` objects are deleted between get and patch. */
-function fakeClient(existing: readonly string[], vanishing: readonly string[] = []) {
+/** Gardener's legacy filter `namespace/name` as stored after the webhook admitted it with `stored` (undefined: without our filter). */
+function storedLegacyFilter(namespace: string, name: string, stored: LegacyProxyAcl | undefined): Record<string, unknown> {
+  const filter = legacyFilter(ID, namespace, name);
+  return jsonpatch.applyPatch(filter, legacyProxyPatch(filter, () => stored, defaultOperatorConfig().legacyProxyPort)).newDocument;
+}
+
+/** Objects by key, each holding `stored`; records every call; `vanishing` objects are deleted between get and patch. */
+function fakeClient(existing: readonly string[], vanishing: readonly string[] = [], stored: LegacyProxyAcl | undefined = acl('192.0.2.0/24')) {
   const calls: string[] = [];
   const client: ClusterClient = {
-    get: async (ref) => (existing.includes(key(ref)) ? { metadata: { name: ref.name } } : undefined),
+    get: async (ref) => (existing.includes(key(ref)) ? storedLegacyFilter(ref.namespace ?? '', ref.name, stored) : undefined),
     createIfAbsent: async () => undefined,
     apply: async () => ({}),
     mergePatch: async (ref, patch) => {
@@ -77,6 +83,13 @@ describe('legacy apiserver-proxy trigger', () => {
     );
     await reconciler(client).triggerLegacyProxyFilters(ID, ['istio-ingress', 'istio-ingress--z1'], undefined);
     expect(calls).toEqual([`merge EnvoyFilter istio-ingress/${ID} {}`, `merge EnvoyFilter istio-ingress--z1/${ID}-apiserver-proxy {}`]);
+  });
+
+  it('writes nothing to a filter that already carries the recorded ACL (its watch would bring the shoot back for nothing)', async () => {
+    const recorded = acl('203.0.113.0/24');
+    const { client, calls } = fakeClient([`EnvoyFilter istio-ingress/${ID}`], [], recorded);
+    expect(await reconciler(client).triggerLegacyProxyFilters(ID, ['istio-ingress'], recorded)).toEqual([]);
+    expect(calls).toEqual([]);
   });
 
   it('nudges them on delete too, so the webhook takes the RBAC filter out', async () => {

@@ -49,7 +49,10 @@ export const MANAGED_CERTIFICATE_RULES: readonly Rule[] = [
 ];
 
 /** The seed webhook's own ServiceAccount: what its cache lists and watches, nothing else. */
-export const WEBHOOK_RULES: readonly Rule[] = [{ apiGroups: ['extensions.gardener.cloud'], resources: ['extensions'], verbs: ['list', 'watch'] }];
+export const WEBHOOK_RULES: readonly Rule[] = [
+  { apiGroups: ['extensions.gardener.cloud'], resources: ['extensions'], verbs: ['list', 'watch'] },
+  { apiGroups: ['networking.istio.io'], resources: ['envoyfilters'], verbs: ['get'] },
+];
 
 export const KUBE_SYSTEM_RULES: readonly Rule[] = [{ apiGroups: [''], resources: ['configmaps'], verbs: ['list', 'watch'] }];
 

@@ -3,7 +3,8 @@
 // controller keeping the certificates, re-rendering and re-applying the chart, a controller
 // restart, a second webhook replica, a rolling restart of the webhook and a CA rotation. Every
 // write must be admitted, and every admitted legacy filter must carry the shoot's RBAC filter
-// (proof that the webhook, not a bypass, answered).
+// (proof that the webhook, not a bypass, answered): a created one the filter that refuses everyone
+// until the controller's update (a create reveals no range), an updated one the shoot's ACL.
 //
 // Processes run with the chart's args and a token of their own ServiceAccount. Changed for this
 // machine, and only this: the API server cannot resolve a Service, so the controller is told
@@ -155,8 +156,9 @@ describe('seed webhook certificates and rollout under a steady write load (real 
     // only the API server calls it.
     const refusedBeforeRegistration = service.refused;
 
-    // Steady load: Gardener's legacy filter of shoot a created (the webhook must add the RBAC
-    // filter) and deleted again, and shoot b's updated, back to back, by two writers.
+    // Steady load: Gardener's legacy filter of shoot a created (the webhook must add its
+    // refuse-everyone RBAC filter) and deleted again, and shoot b's updated (the webhook must add
+    // b's ACL), back to back, by two writers.
     const failures: string[] = [];
     let admitted = 0;
     let stop = false;
@@ -164,19 +166,22 @@ describe('seed webhook certificates and rollout under a steady write load (real 
     const legacyB = gardenerLegacyProxyEnvoyFilter({ technicalID: technicalID(B), apiserverIP: '240.0.0.11' }) as unknown as ObjectToWrite;
     const refA: ObjectRef = { apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name: technicalID(A), namespace: DEFAULT_GW.namespace };
     const refB: ObjectRef = { ...refA, name: technicalID(B) };
+    const sealed = '"principals":[{"any":true}]';
     // Until the webhook's caches hold shoot a's recorded ACL the filter is admitted without it; wait for that first.
     await eventually('the webhook adds shoot a’s RBAC filter', async () => {
       await deleteObject(cp.kubeConfig, refA);
       const created = await createObject(cp.kubeConfig, legacyA).catch(() => undefined);
-      return JSON.stringify(created ?? {}).includes('203.0.113.0');
+      return JSON.stringify(created ?? {}).includes(sealed);
     }, 60_000);
     await deleteObject(cp.kubeConfig, refA);
     await createObject(cp.kubeConfig, legacyB);
+    await eventually('shoot b’s filter carries its ACL', async () => JSON.stringify(await mergePatch(cp.kubeConfig, refB, {})).includes('198.51.100.0'), 60_000);
     const writerA = (async () => {
       while (!stop) {
         try {
           const created = await createObject(cp.kubeConfig, legacyA);
-          if (!JSON.stringify(created).includes('203.0.113.0')) failures.push('shoot a’s filter was admitted without its RBAC filter');
+          if (!JSON.stringify(created).includes(sealed)) failures.push('shoot a’s filter was admitted without its RBAC filter');
+          if (JSON.stringify(created).includes('203.0.113.0')) failures.push('a create was answered with shoot a’s ranges');
           admitted++;
           await deleteObject(cp.kubeConfig, refA);
         } catch (error) {

@@ -14,6 +14,7 @@ import type { AclController } from '../../src/actuator/controller.js';
 import { webhookConfigCommand } from '../../src/cli/webhook-command.js';
 import { createObject, getObject, mergePatch, type ObjectRef } from '../../src/kube/objects-client.js';
 import { InformerCacheSource } from '../../src/webhook/informer-cache-source.js';
+import { storedEnvoyFilterUid } from '../../src/webhook/stored-filter-uid.js';
 import { DEFAULT_GW, allowRule, createSeed, startTestController, technicalID, type ShootFixture } from '../actuator/seed-fixture.js';
 import type { ControlPlane } from '../kube/control-plane.js';
 import { eventually, sleep, startWithCRDs, testLogger } from '../kube/kube-test-helpers.js';
@@ -51,7 +52,7 @@ describe('a webhook whose cache lags: Succeeded only once the legacy filter is s
     proxy = await startApiFaultProxy(cp);
     cache = new InformerCacheSource(proxy.kubeConfigVia(cp.kubeConfig), testLogger(), { watchIdleTimeoutMs: WATCH_IDLE_MS });
     await cache.start();
-    hook = await startTestWebhook(cache);
+    hook = await startTestWebhook(cache, { storedUid: storedEnvoyFilterUid(proxy.kubeConfigVia(cp.kubeConfig)) });
     const caFile = path.join(hook.certDir, 'ca.crt');
     await writeFile(caFile, hook.ca.cert);
     let yaml = '';
@@ -103,4 +104,16 @@ describe('a webhook whose cache lags: Succeeded only once the legacy filter is s
     await eventually('new ACL in the legacy filter', async () => (await storedFilter()).includes('198.18.0.0') && !(await storedFilter()).includes('203.0.113.0'), 60_000);
     await eventually('Succeeded', succeededNow, 60_000);
   }, 120_000);
+
+  it('a legacy filter Gardener creates is stored refusing everyone (a create reveals no range), and the controller, which watches them, brings the ACL within seconds', async () => {
+    const name = `${technicalID(A)}-apiserver-proxy`;
+    const ref: ObjectRef = { ...filterRef, name };
+    await createObject(cp.kubeConfig, legacyFilter(technicalID(A), DEFAULT_GW.namespace, name) as never);
+    const createdAt = Date.now();
+    const created = JSON.stringify((await getObject(cp.kubeConfig, ref))?.['spec'] ?? {});
+    expect(created).toContain('"principals":[{"any":true}]');
+    expect(created).not.toContain('198.18.0.0');
+    await eventually('the controller brought the ACL', async () => JSON.stringify((await getObject(cp.kubeConfig, ref))?.['spec'] ?? {}).includes('198.18.0.0'), 10_000);
+    console.log(`[webhook] a created legacy filter carried the ACL ${Date.now() - createdAt} ms after the create`);
+  });
 });

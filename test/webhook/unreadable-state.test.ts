@@ -25,10 +25,10 @@ const extension = (state: unknown): Extension =>
   });
 
 
-/** What the API server stores after the webhook answered `request`. */
+/** What the API server stores after the webhook answered `request`, a review of the stored filter (admitEnvoyFilter checked its uid). */
 function admitted(index: AclIndex, operation: 'CREATE' | 'UPDATE', object: Record<string, unknown>, oldObject?: Record<string, unknown>): Record<string, unknown> {
   const request = { uid: 'u', operation, name: ID, namespace: NAMESPACE, object, ...(oldObject ? { oldObject } : {}) } as AdmissionRequest;
-  const verdict = mutateEnvoyFilter(request, index, operator);
+  const verdict = mutateEnvoyFilter(request, index, operator, undefined, true);
   if (!verdict.allowed) throw new Error(`refused: ${verdict.message}`);
   return fastJsonPatch.applyPatch(structuredClone(object), verdict.patch ?? []).newDocument;
 }

@@ -17,6 +17,7 @@ import { createObject, deleteObject, getObject, mergePatch, patchStatus, serverS
 import { buildCombinedConnectFilters } from '../../src/rbac/combined-connect-filters.js';
 import { jsonEqual } from '../../src/rbac/deep-equal.js';
 import { InformerCacheSource } from '../../src/webhook/informer-cache-source.js';
+import { storedEnvoyFilterUid } from '../../src/webhook/stored-filter-uid.js';
 import { webhookConfigCommand } from '../../src/cli/webhook-command.js';
 import { allowRule, createSeed, DEFAULT_GW, technicalID, type ShootFixture } from '../actuator/seed-fixture.js';
 import { issueServingCert, type ControlPlane } from '../kube/control-plane.js';
@@ -77,7 +78,7 @@ describe('admission webhooks through a real kube-apiserver', () => {
     cache = new InformerCacheSource(cp.kubeConfig, testLogger());
     await cache.start();
     await eventually('caches show the applied ACLs', () => appliedAcls(cache.extensions()).length === 1);
-    hook = await startTestWebhook(cache, { registry });
+    hook = await startTestWebhook(cache, { registry, storedUid: storedEnvoyFilterUid(cp.kubeConfig) });
     // Registered from what `gardener-acl webhook-config` prints.
     const caFile = path.join(hook.certDir, 'ca.crt');
     await writeFile(caFile, hook.ca.cert);
@@ -107,28 +108,90 @@ describe('admission webhooks through a real kube-apiserver', () => {
     await cp?.stop();
   });
 
-  it('stores a created or updated Gardener legacy EnvoyFilter with the RBAC filter first; re-applying stores an identical object', async () => {
+  /** The ranges the stored or answered object reveals: the ACL's, the seed's node range, the shoot's pod range (legacy path only). */
+  const revealed = (json: string) => ['203.0.113.0', '198.18.0.0', '10.250.0.0', '100.96.0.0'].filter((range) => json.includes(range));
+
+  it('a created Gardener legacy EnvoyFilter is stored with a filter that refuses everyone; the next update (the controller\'s empty patch) brings the ACL; re-applying stores an identical object', async () => {
     const id = technicalID(A);
     const original = legacyFilter(id, GW);
     await serverSideApply(cp.kubeConfig, original as never, 'gardenlet', true);
     const created = await stored(id);
     expect(filterNames(created)).toEqual(['gardener-acl-legacy-proxy', 'envoy.filters.network.tcp_proxy']);
-    expect(JSON.stringify(created.spec)).toContain('203.0.113.0');
-    expect(JSON.stringify(created.spec)).toContain('100.96.0.0'); // shoot pods: legacy path only
+    expect(revealed(JSON.stringify(created.spec))).toEqual([]);
+    expect(JSON.stringify(created.spec.configPatches[0]?.patch.value.filters?.[0])).toContain('"principals":[{"any":true}]');
+
+    // The controller's trigger: an update of the stored filter gets the shoot's ACL.
+    await mergePatch(cp.kubeConfig, filterRef(id), {});
+    const updated = await stored(id);
+    expect(filterNames(updated)).toEqual(['gardener-acl-legacy-proxy', 'envoy.filters.network.tcp_proxy']);
+    expect(revealed(JSON.stringify(updated.spec))).toEqual(['203.0.113.0', '10.250.0.0', '100.96.0.0']); // shoot pods: legacy path only
 
     // gardenlet applies its version again: the webhook puts the same RBAC filter back, nothing changes.
     await serverSideApply(cp.kubeConfig, original as never, 'gardenlet', true);
     const reapplied = await stored(id);
-    expect(reapplied.metadata.resourceVersion).toBe(created.metadata.resourceVersion);
-    expect(reapplied.spec).toEqual(created.spec);
+    expect(reapplied.metadata.resourceVersion).toBe(updated.metadata.resourceVersion);
+    expect(reapplied.spec).toEqual(updated.spec);
 
     // An update that changes something else keeps the filter.
     await mergePatch(cp.kubeConfig, filterRef(id), { metadata: { labels: { touched: 'yes' } } });
-    expect(filterNames(await stored(id))).toEqual(['gardener-acl-legacy-proxy', 'envoy.filters.network.tcp_proxy']);
+    expect(revealed(JSON.stringify((await stored(id)).spec))).toEqual(['203.0.113.0', '10.250.0.0', '100.96.0.0']);
 
     // The `-apiserver-proxy` variant of the name is handled the same way.
     await createObject(cp.kubeConfig, legacyFilter(id, GW, `${id}-apiserver-proxy`) as never);
-    expect(filterNames(await stored(`${id}-apiserver-proxy`))).toEqual(['gardener-acl-legacy-proxy', 'envoy.filters.network.tcp_proxy']);
+    expect(revealed(JSON.stringify((await stored(`${id}-apiserver-proxy`)).spec))).toEqual([]);
+    await mergePatch(cp.kubeConfig, filterRef(`${id}-apiserver-proxy`), {});
+    expect(revealed(JSON.stringify((await stored(`${id}-apiserver-proxy`)).spec))).toEqual(['203.0.113.0', '10.250.0.0', '100.96.0.0']);
+  });
+
+  it('a review sent to the webhook directly reveals no range: a create, an update naming a uid the API server does not store, a filter that is not stored at all', async () => {
+    const id = technicalID(A);
+    const storedUid = ((await getObject(cp.kubeConfig, filterRef(id))) as unknown as { metadata: { uid: string } }).metadata.uid;
+    const review = (operation: string, name: string, oldUid?: string) =>
+      JSON.stringify({
+        apiVersion: 'admission.k8s.io/v1',
+        kind: 'AdmissionReview',
+        request: {
+          uid: `forged-${operation}-${name}`,
+          kind: { group: 'networking.istio.io', version: 'v1alpha3', kind: 'EnvoyFilter' },
+          resource: { group: 'networking.istio.io', version: 'v1alpha3', resource: 'envoyfilters' },
+          operation,
+          name,
+          namespace: GW,
+          userInfo: { username: 'system:serviceaccount:kube-system:gardenlet' },
+          object: { ...legacyFilter(id, GW, name), metadata: { name, namespace: GW, ...(oldUid ? { uid: oldUid } : {}) } },
+          ...(oldUid ? { oldObject: { ...legacyFilter(id, GW, name), metadata: { name, namespace: GW, uid: oldUid } } } : {}),
+        },
+      });
+    const answer = async (body: string) => {
+      const reply = await postHttps(`${hook.url}/mutate-envoyfilter`, hook.ca.cert, body);
+      const response = (JSON.parse(reply.body) as { response: { allowed: boolean; patch?: string } }).response;
+      return { allowed: response.allowed, patch: Buffer.from(response.patch ?? '', 'base64').toString('utf8') };
+    };
+    for (const forged of [review('CREATE', id), review('UPDATE', id, '0b6c4f0e-made-up-uid'), review('UPDATE', 'shoot--p--a-not-stored', storedUid)]) {
+      const { allowed, patch } = await answer(forged);
+      expect(allowed).toBe(true);
+      expect(patch).toContain('"principals":[{"any":true}]');
+      expect(revealed(patch)).toEqual([]);
+    }
+    // The API server's own review of the stored filter (its uid) gets the ACL: what the stored object holds anyway.
+    expect(revealed((await answer(review('UPDATE', id, storedUid))).patch)).toEqual(['203.0.113.0', '10.250.0.0', '100.96.0.0']);
+  });
+
+  it('a shoot- filter without a chain on the legacy port (Gardener >= 1.123, the TLS-termination socket) is not sent to the webhook; one with such a chain is', async () => {
+    const calls = async () => ((await registry.getSingleMetric('controller_runtime_webhook_requests_total')?.get())?.values ?? []).filter((v) => v.labels['webhook'] === 'envoyfilter').reduce((sum, v) => sum + v.value, 0);
+    const socketOnly = {
+      apiVersion: 'networking.istio.io/v1alpha3',
+      kind: 'EnvoyFilter',
+      metadata: { name: `${technicalID(OPEN)}-apiserver-proxy`, namespace: GW },
+      spec: { configPatches: [{ applyTo: 'LISTENER', match: { context: 'GATEWAY' }, patch: { operation: 'ADD', value: { name: `${technicalID(OPEN)}--kube-apiserver-socket` } } }] },
+    };
+    const before = await calls();
+    await createObject(cp.kubeConfig, socketOnly as never);
+    await mergePatch(cp.kubeConfig, filterRef(socketOnly.metadata.name), { metadata: { labels: { touched: 'yes' } } });
+    expect(await calls()).toBe(before);
+    expect((await stored(socketOnly.metadata.name)).spec).toEqual(socketOnly.spec);
+    await createObject(cp.kubeConfig, legacyFilter(technicalID(OPEN), GW, `${technicalID(OPEN)}-legacy`) as never);
+    expect(await calls()).toBe(before + 1);
   });
 
   it('leaves the legacy filters of a shoot without ACL, or with its Extension in deletion, as Gardener wrote them', async () => {

@@ -47,7 +47,7 @@ export interface TestWebhook {
 /** A webhook app on 127.0.0.1 serving a self-signed pair from a watched directory. */
 export async function startTestWebhook(
   cache: AdmissionCacheSource | undefined,
-  options: { readonly registry?: Registry; readonly watchFiles?: boolean; readonly extraRoutes?: WebhookAppOptions['extraRoutes'] } = {},
+  options: { readonly registry?: Registry; readonly watchFiles?: boolean; readonly extraRoutes?: WebhookAppOptions['extraRoutes']; readonly storedUid?: WebhookAppOptions['storedUid'] } = {},
 ): Promise<TestWebhook> {
   const certDir = await mkdtemp(path.join(tmpdir(), 'gardener-acl-webhook-'));
   const { ca, serving } = await selfSignedCertificates([], ['127.0.0.1']);
@@ -66,6 +66,7 @@ export async function startTestWebhook(
     logger: testLogger(),
     registry: options.registry ?? new Registry(),
     extraRoutes: options.extraRoutes,
+    ...(options.storedUid ? { storedUid: options.storedUid } : {}),
   });
   return {
     app,
