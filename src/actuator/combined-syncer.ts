@@ -484,10 +484,16 @@ export class CombinedSyncer {
     if (plan.held !== undefined && plan.held !== this.reportedHeld) deps.logger.warn(plan.held);
     this.reportedHeld = plan.held;
     const writes = [...plan.grow, ...plan.settle];
-    // Held only when all it does is change stored listeners: a missing object is a gap, written at once.
+    // Held only when all it does is change stored listeners: a missing object is a gap, written at
+    // once; so is a gateway's new workload selector (pods it did not select have no filter at all,
+    // and a pod both select keeps its listener as it is).
     const updatesListeners = writes.some((w) => changesListeners(w.metadata.name) && storedByKey.has(key(w))) || plan.deletions.some((d) => changesListeners(d.metadata.name));
     const createsMissing = writes.some((w) => !storedByKey.has(key(w)));
-    if (updatesListeners && !createsMissing && gate.listenerWriteDelayMs > 0) {
+    const reselects = writes.some((w) => {
+      const before = storedByKey.get(key(w));
+      return before !== undefined && !jsonEqual(storedSelector(before) ?? {}, w.spec.workloadSelector.labels);
+    });
+    if (updatesListeners && !createsMissing && !reselects && gate.listenerWriteDelayMs > 0) {
       return { applied: 0, deleted: 0, listenerWrites: 0, unplaced: plan.unplaced, heldForMs: gate.listenerWriteDelayMs };
     }
     let applied = 0;

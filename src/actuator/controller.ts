@@ -15,6 +15,8 @@ import {
   gatewaySchema,
   infrastructureSchema,
   dnsRecordSchema,
+  podSchema,
+  type Pod,
   type DnsRecord,
   serviceSchema,
   type Cluster,
@@ -26,7 +28,7 @@ import {
   type Infrastructure,
   type Service,
 } from '../gardener/objects.js';
-import { PolicyInterner, cachedCluster, cachedDnsRecord, cachedExtension, cachedInfrastructure, identityOnly, withoutFieldManagement } from '../gardener/cached-views.js';
+import { PolicyInterner, cachedCluster, cachedDnsRecord, cachedExtension, cachedInfrastructure, cachedPod, identityOnly, withoutFieldManagement } from '../gardener/cached-views.js';
 import { WATCHED, type WatchedResource } from '../gardener/watched-resources.js';
 import { EXTENSION_TYPE, seedAclFromInventory, seedGatewayWorkloads, shootInventoryNamespaces, type SeedInventory } from '../gardener/seed-acl.js';
 import type { SeedAcl } from '../acl/model.js';
@@ -120,6 +122,7 @@ export class AclController {
     gateways: ResilientInformer<Gateway>;
     deployments: ResilientInformer<Deployment>;
     services: ResilientInformer<Service>;
+    gatewayPods: ResilientInformer<Pod>;
     configMaps: ResilientInformer<ConfigMap>;
     envoyFilters: ResilientInformer<EnvoyFilterObject>;
     legacyFilters: ResilientInformer<KubeObjectJson>;
@@ -147,6 +150,8 @@ export class AclController {
   private readonly workerLoops: Promise<void>[] = [];
   /** Extension keys whose last reconcile waits for the combined filters to protect them as recorded. */
   private readonly awaitingCombined = new Set<string>();
+  /** The gateways' selectors when a pod last changed them (see gatewayPods). */
+  private lastGatewaySelectors: string | undefined;
 
   constructor(private readonly options: ControllerOptions) {
     const { kubeConfig, logger, registry } = options;
@@ -204,6 +209,14 @@ export class AclController {
       }),
       deployments: informer(WATCHED.gatewayDeployments, (raw) => slim(deploymentSchema.safeParse(raw).data), () => this.enqueueAll()),
       services: informer(WATCHED.gatewayServices, (raw) => slim(serviceSchema.safeParse(raw).data), () => this.enqueueAll()),
+      // Pods come and go with every rollout and scale: only a change of a gateway's selector matters.
+      gatewayPods: informer(WATCHED.gatewayPods, (raw) => mapDefined(podSchema.safeParse(raw).data, cachedPod), () => {
+        const selectors = JSON.stringify(this.gateways());
+        if (selectors === this.lastGatewaySelectors) return;
+        this.lastGatewaySelectors = selectors;
+        this.enqueueAll();
+        this.combinedQueue.add(COMBINED_KEY);
+      }),
       configMaps: informer(WATCHED.kubeSystemConfigMaps, (raw) => slim(configMapSchema.safeParse(raw).data), (_e, cm) => {
         if (cm.metadata.name === 'shoot-info') this.enqueueAll();
       }),
@@ -381,6 +394,7 @@ export class AclController {
       deployments: i.deployments.list(),
       services: i.services.list(),
       configMaps: i.configMaps.list(),
+      gatewayPods: i.gatewayPods.list(),
     };
   }
 
@@ -401,12 +415,13 @@ export class AclController {
       deployments: i.deployments.list(),
       services: i.services.list(),
       configMaps: i.configMaps.list(),
+      gatewayPods: i.gatewayPods.list(),
     };
     return seedAclFromInventory(inventory, this.options.operator).seed;
   }
 
   private gateways(): GatewayWorkload[] {
-    return seedGatewayWorkloads(this.informers.deployments.list());
+    return seedGatewayWorkloads(this.informers.deployments.list(), this.informers.gatewayPods.list());
   }
 
   private enqueueNamespace(namespace: string): void {

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { isRecord } from '../kube/object-json.js';
 import type { KubeObjectJson } from '../kube/object-json.js';
-import { FORCE_DELETION_ANNOTATION, type Cluster, type DnsRecord, type Extension, type Infrastructure } from './objects.js';
+import { FORCE_DELETION_ANNOTATION, type Cluster, type DnsRecord, type Extension, type Infrastructure, type Pod } from './objects.js';
 import { EXTENSION_TYPE } from './seed-acl.js';
 
 type Metadata = Cluster['metadata'];
@@ -91,6 +91,17 @@ export function cachedInfrastructure(infrastructure: Infrastructure): Infrastruc
     kind: infrastructure.kind,
     metadata: slimMetadata(infrastructure.metadata),
     ...(infrastructure.status ? { status: definedOnly({ egressCIDRs: egress }) } : {}),
+  };
+}
+
+/** A gateway pod as read: name, namespace, labels and phase. */
+export function cachedPod(pod: Pod): Pod {
+  const { name, namespace, labels, deletionTimestamp } = pod.metadata;
+  return {
+    apiVersion: pod.apiVersion,
+    kind: pod.kind,
+    metadata: definedOnly({ name, namespace, labels, deletionTimestamp }),
+    ...(pod.status ? { status: definedOnly({ phase: pod.status.phase }) } : {}),
   };
 }
 

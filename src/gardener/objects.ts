@@ -124,6 +124,15 @@ export const serviceSchema = z.looseObject({
 });
 export type Service = z.infer<typeof serviceSchema>;
 
+/** A gateway pod as the selector of its gateway's filters needs it: its labels, and whether it may still serve. */
+export const podSchema = z.looseObject({
+  apiVersion: z.literal('v1'),
+  kind: z.literal('Pod'),
+  metadata: objectMetaSchema.extend({ namespace: z.string() }),
+  status: z.looseObject({ phase: z.string().nullish() }).nullish(),
+});
+export type Pod = z.infer<typeof podSchema>;
+
 export const configMapSchema = z.looseObject({
   apiVersion: z.literal('v1'),
   kind: z.literal('ConfigMap'),

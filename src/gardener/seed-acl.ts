@@ -5,7 +5,7 @@ import type { GatewayWorkload, Labels, ObservabilityWildcard, SeedAcl, ShootAcl,
 import type { OperatorConfig } from '../acl/operator-config.js';
 import { parseProviderConfig } from '../acl/provider-config.js';
 import { parseTechnicalID } from '../acl/shoot-identity.js';
-import type { Cluster, ConfigMap, Deployment, DnsRecord, Extension, Gateway, Infrastructure, Service } from './objects.js';
+import type { Cluster, ConfigMap, Deployment, DnsRecord, Extension, Gateway, Infrastructure, Pod, Service } from './objects.js';
 import { hostsOnEveryGateway, predictedApiHosts } from './predicted-api-hosts.js';
 import { objectRef, type Problem } from './problems.js';
 
@@ -35,6 +35,8 @@ export interface SeedInventory {
   readonly deployments: readonly Deployment[];
   readonly services: readonly Service[];
   readonly configMaps: readonly ConfigMap[];
+  /** Gateway pods (label app=istio-ingressgateway); absent where unknown (files), then each Deployment's selector is used as it is. */
+  readonly gatewayPods?: readonly Pod[];
 }
 
 export interface SeedAclResult {
@@ -55,12 +57,24 @@ function podLabels(d: Deployment): Labels {
 }
 
 /** Seed ingress gateways: every `istio-ingressgateway` except the virtual garden's. */
-export function seedGatewayWorkloads(deployments: readonly Deployment[]): GatewayWorkload[] {
+export function seedGatewayWorkloads(deployments: readonly Deployment[], pods: readonly Pod[] = []): GatewayWorkload[] {
   return deployments
     .filter((d) => d.metadata.name === GATEWAY_DEPLOYMENT && !d.metadata.deletionTimestamp)
     .filter((d) => podLabels(d)['istio-role'] !== 'garden' && !d.metadata.namespace.startsWith('virtual-garden-'))
-    .map((d) => ({ namespace: d.metadata.namespace, selector: sortedLabels(d.spec.selector.matchLabels) }))
+    .map((d) => ({ namespace: d.metadata.namespace, selector: sortedLabels(selectingServingPods(d.spec.selector.matchLabels, pods.filter((p) => p.metadata.namespace === d.metadata.namespace))) }))
     .sort((a, b) => a.namespace.localeCompare(b.namespace));
+}
+
+/**
+ * The Deployment's selector without the labels a gateway pod that may still serve lacks: a
+ * Deployment recreated with another selector leaves the previous pods serving (and draining) while
+ * the new ones start, and a filter selecting only the new ones would leave those unprotected. Once
+ * they are gone the selector is the Deployment's again. (An empty selector selects every workload
+ * of the gateway's namespace.)
+ */
+function selectingServingPods(selector: Labels, pods: readonly Pod[]): Labels {
+  const serving = pods.filter((p) => p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed');
+  return Object.fromEntries(Object.entries(selector).filter(([key, value]) => serving.every((p) => p.metadata.labels?.[key] === value)));
 }
 
 /** The gateway a Gateway object's selector picks, the way Istio does: pods whose labels include it. */
@@ -144,7 +158,7 @@ export interface SeedContext {
 
 export function seedContext(inv: SeedInventory, operator: OperatorConfig): SeedContext {
   const problems: Problem[] = [];
-  const gateways = seedGatewayWorkloads(inv.deployments);
+  const gateways = seedGatewayWorkloads(inv.deployments, inv.gatewayPods);
   const egress = managedSeedEgress(inv, gateways, problems);
   const wildcards = observabilityWildcards(inv, gateways, problems);
   return {

@@ -23,6 +23,8 @@ export const WATCHED = {
   gateways: { path: '/apis/networking.istio.io/v1beta1/gateways' },
   gatewayDeployments: { path: '/apis/apps/v1/deployments', labelSelector: 'app=istio-ingressgateway' },
   gatewayServices: { path: '/api/v1/services', labelSelector: 'app=istio-ingressgateway' },
+  // Which labels the gateway pods that may still serve carry (a Deployment recreated with another selector).
+  gatewayPods: { path: '/api/v1/pods', labelSelector: 'app=istio-ingressgateway' },
   // Only shoot-info is read; the other kube-system ConfigMaps are not worth a cache.
   kubeSystemConfigMaps: { path: '/api/v1/namespaces/kube-system/configmaps', fieldSelector: 'metadata.name=shoot-info' },
   envoyFilters: { path: '/apis/networking.istio.io/v1alpha3/envoyfilters', listPageSize: 10 },

@@ -390,6 +390,48 @@ describe('extension controller on a real kube-apiserver', () => {
     await eventually('filter gone from the old gateway', async () => (await getObject(cp.kubeConfig, filterRef(A, DEFAULT_GW.namespace))) === undefined, 60_000);
   });
 
+  it('a gateway Deployment recreated with another selector: while a pod with the old labels may still serve, every filter on that gateway selects it too; then the new selector', async () => {
+    await settled('before the Deployment is recreated');
+    const ns = ZONAL_GW.namespace;
+    const oldLabels = { app: 'istio-ingressgateway', istio: ZONAL_GW.istioLabel };
+    // The new selector has a label the old pods lack (the shoots' Gateways keep selecting both).
+    const newLabels = { app: 'istio-ingressgateway', 'gateway.gardener.cloud/generation': '2', istio: ZONAL_GW.istioLabel };
+    const pod = (name: string, labels: Record<string, string>) => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: ns, labels: { ...labels, 'istio-role': 'seed' } },
+      spec: { containers: [{ name: 'istio-proxy', image: 'istio/proxyv2' }] },
+    });
+    const podRef = (name: string): ObjectRef => ({ apiVersion: 'v1', kind: 'Pod', name, namespace: ns });
+    const deploymentRef: ObjectRef = { apiVersion: 'apps/v1', kind: 'Deployment', name: 'istio-ingressgateway', namespace: ns };
+    /** The workload selectors of every filter of ours on the gateway (combined and per-shoot). */
+    const selectors = async () => {
+      const filters = (await listAll(cp.kubeConfig, `/apis/networking.istio.io/v1alpha3/namespaces/${ns}/envoyfilters`, { labelSelector: 'app.kubernetes.io/managed-by=gardener-acl' })).items as unknown as EnvoyFilterObject[];
+      return [...new Set(filters.map((f) => JSON.stringify((f.spec as { workloadSelector?: { labels?: unknown } }).workloadSelector?.labels ?? {})))];
+    };
+    await createObject(cp.kubeConfig, pod('istio-ingressgateway-old-1', oldLabels));
+    const deployment = (await getObject(cp.kubeConfig, deploymentRef)) as unknown as { spec: { template: { metadata: { labels: Record<string, string> } } } };
+    await deleteObject(cp.kubeConfig, deploymentRef);
+    await eventually('Deployment gone', async () => (await getObject(cp.kubeConfig, deploymentRef)) === undefined);
+    await createObject(cp.kubeConfig, {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'istio-ingressgateway', namespace: ns, labels: newLabels },
+      spec: {
+        selector: { matchLabels: newLabels },
+        template: { metadata: { labels: { ...deployment.spec.template.metadata.labels, ...newLabels } }, spec: { containers: [{ name: 'istio-proxy', image: 'istio/proxyv2' }] } },
+      },
+    });
+    await createObject(cp.kubeConfig, pod('istio-ingressgateway-new-1', newLabels));
+    // The labels both pods carry: the old pod keeps every filter while it may serve.
+    await sleep(2_000);
+    await settled('recreated, the old pod still there');
+    expect(await selectors()).toEqual([JSON.stringify(oldLabels)]);
+    await deleteObject(cp.kubeConfig, podRef('istio-ingressgateway-old-1'));
+    await eventually('the new selector once the old pod is gone', async () => JSON.stringify(await selectors()) === JSON.stringify([JSON.stringify(newLabels)]), 60_000);
+    await deleteObject(cp.kubeConfig, podRef('istio-ingressgateway-new-1'));
+  }, 180_000);
+
   it('an acl Extension of class seed or garden is left to other controllers: no finalizer, no status, no filter', async () => {
     const F: ShootFixture = { project: 'q', name: 'k' };
     await createSeed(cp.kubeConfig, [], [F]);

@@ -9,10 +9,7 @@ export interface Rule {
 }
 
 /** The served check (controller.servedCheckInterval not 0s, the default): gateway pods, and their Envoy's admin port through a port-forward. */
-export const SERVED_CHECK_CLUSTER_RULES: readonly Rule[] = [
-  { apiGroups: [''], resources: ['pods'], verbs: ['list'] },
-  { apiGroups: [''], resources: ['pods/portforward'], verbs: ['create'] },
-];
+export const SERVED_CHECK_CLUSTER_RULES: readonly Rule[] = [{ apiGroups: [''], resources: ['pods/portforward'], verbs: ['create'] }];
 
 export const CLUSTER_RULES: readonly Rule[] = [
   { apiGroups: ['extensions.gardener.cloud'], resources: ['extensions'], verbs: ['list', 'watch', 'patch'] },
@@ -27,6 +24,7 @@ export const CLUSTER_RULES: readonly Rule[] = [
   { apiGroups: [''], resources: ['secrets'], resourceNames: ['managedresource-acl-seed'], verbs: ['delete'] },
   { apiGroups: ['admissionregistration.k8s.io'], resources: ['mutatingwebhookconfigurations'], resourceNames: ['acl'], verbs: ['get', 'delete'] },
   { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+  { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
   ...SERVED_CHECK_CLUSTER_RULES,
 ];
 
