@@ -1,7 +1,8 @@
 // Issue 11 point 4 and the rollout acceptance, on the real kube-apiserver calling the seed webhook
 // over TLS under a steady write load: the chart's default (webhook.tls.mode managed) with the
 // controller keeping the certificates, re-rendering and re-applying the chart, a controller
-// restart, a second webhook replica, a rolling restart of the webhook and a CA rotation. Every
+// restart, a second webhook replica, a rolling restart of the webhook, a CA rotation, the loss of
+// the CA Secret, and the webhook disabled and enabled again (webhook.enabled). Every
 // write must be admitted, and every admitted legacy filter must carry the shoot's RBAC filter
 // (proof that the webhook, not a bypass, answered): a created one the filter that refuses everyone
 // until the controller's update (a create reveals no range), an updated one the shoot's ACL.
@@ -55,8 +56,8 @@ describe('seed webhook certificates and rollout under a steady write load (real 
   const replicas: Replica[] = [];
   const output = () => [controller?.output() ?? '', ...replicas.map((r) => r.process.output())].join('\n').slice(-4000);
 
-  const startController = async () => {
-    controller = await startChartContainer(objects, 'controller', controllerKubeconfig, (arg) =>
+  const startController = async (chart: readonly KubeObject[] = objects) => {
+    controller = await startChartContainer(chart, 'controller', controllerKubeconfig, (arg) =>
       arg
         .replace(`${CONFIG_MOUNT}/config.yaml`, configFile)
         .replace(/^--webhook-service=.*$/, `--webhook-url=https://127.0.0.1:${service.port}`)
@@ -137,7 +138,7 @@ describe('seed webhook certificates and rollout under a steady write load (real 
     for (const attributes of allowed) expect(await can(attributes), JSON.stringify(attributes)).toBe(true);
   });
 
-  it('re-render, controller restart, a second replica, a rolling restart and a CA rotation: zero failed admission calls', async () => {
+  it('re-render, controller restart, a second replica, a rolling restart, a CA rotation, a lost CA Secret, the webhook disabled and enabled again: zero failed admission calls', async () => {
     await startController();
     // Install order: the certificates first (the webhook Pods mount the serving Secret), the
     // fail-closed registration only once a webhook replica answers, so no write is refused meanwhile.
@@ -162,6 +163,8 @@ describe('seed webhook certificates and rollout under a steady write load (real 
     const failures: string[] = [];
     let admitted = 0;
     let stop = false;
+    /** Whether the webhook is registered: only then must a write come back with the RBAC filter. */
+    let registered = true;
     const legacyA = gardenerLegacyProxyEnvoyFilter({ technicalID: technicalID(A), apiserverIP: '240.0.0.10' }) as unknown as ObjectToWrite;
     const legacyB = gardenerLegacyProxyEnvoyFilter({ technicalID: technicalID(B), apiserverIP: '240.0.0.11' }) as unknown as ObjectToWrite;
     const refA: ObjectRef = { apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name: technicalID(A), namespace: DEFAULT_GW.namespace };
@@ -180,7 +183,7 @@ describe('seed webhook certificates and rollout under a steady write load (real 
       while (!stop) {
         try {
           const created = await createObject(cp.kubeConfig, legacyA);
-          if (!JSON.stringify(created).includes(sealed)) failures.push('shoot a’s filter was admitted without its RBAC filter');
+          if (registered && !JSON.stringify(created).includes(sealed)) failures.push('shoot a’s filter was admitted without its RBAC filter');
           if (JSON.stringify(created).includes('203.0.113.0')) failures.push('a create was answered with shoot a’s ranges');
           admitted++;
           await deleteObject(cp.kubeConfig, refA);
@@ -246,11 +249,52 @@ describe('seed webhook certificates and rollout under a steady write load (real 
     expect((await bundle())[0]?.trim()).toBe(newCaCert.trim());
     await sleep(2_000);
 
+    // The CA Secret is lost: a new CA joins the bundle next to the one that signed the serving
+    // certificate, which the replicas go on presenting until the new one reaches them.
+    await deleteObject(cp.kubeConfig, caRef);
+    await eventually('a new CA after the loss, presented by every replica', async () => {
+      const ca = await getObject(cp.kubeConfig, caRef);
+      if (!ca || secretValue(ca, 'ca.crt') === newCaCert) return false;
+      const servingNow = secretValue(await getObject(cp.kubeConfig, tlsRef), 'tls.crt');
+      if (!new X509Certificate(servingNow).verify(new X509Certificate(secretValue(ca, 'ca.crt')).publicKey)) return false;
+      const shown = await Promise.all(replicas.map((r) => presented(r.port)));
+      return shown.every((pem) => new X509Certificate(pem).fingerprint256 === new X509Certificate(servingNow).fingerprint256);
+    }, 90_000);
+
+    // Disabled (webhook.enabled false): the controller of that chart deletes the registration while
+    // the replicas still serve, then they go; writes are admitted as written from then on.
+    const disabled = await renderChart(SEED_CHART, { controller: { combinedMinInterval: '0s' }, webhook: { enabled: false } }, NAMESPACE);
+    for (const obj of disabled.filter((o) => o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding')) await serverSideApply(cp.kubeConfig, obj as unknown as ObjectToWrite, 'gardenlet');
+    if (controller) await stopProcess(controller);
+    await startController(disabled);
+    await eventually('the disabled chart’s controller deleted the registration', async () => (await getObject(cp.kubeConfig, mwcRef)) === undefined, 60_000).catch((error: Error) => {
+      throw new Error(`${error.message}\n${output()}`);
+    });
+    registered = false;
+    for (const replica of [...replicas]) await stopReplica(replica);
+    await sleep(2_000);
+
+    // Enabled again: the registration comes back once a replica answers, and with it the RBAC filters.
+    const refusedBeforeReenable = service.refused;
+    for (const obj of objects.filter((o) => o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding')) await serverSideApply(cp.kubeConfig, obj as unknown as ObjectToWrite, 'gardenlet');
+    if (controller) await stopProcess(controller);
+    await startController();
+    await startReplica();
+    await eventually('registered again', async () => (await getObject(cp.kubeConfig, mwcRef)) !== undefined, 60_000).catch((error: Error) => {
+      throw new Error(`${error.message}\n${output()}`);
+    });
+    // The controller's probes of the Service before a replica answered are not calls of the API server.
+    const refusedWhileReenabling = service.refused - refusedBeforeReenable;
+    // The API server takes up a new registration within a moment.
+    await sleep(2_000);
+    registered = true;
+    await sleep(3_000);
+
     stop = true;
     await Promise.all([writerA, writerB]);
     expect(failures, output()).toEqual([]);
-    expect(service.refused - refusedBeforeRegistration).toBe(0);
+    expect(service.refused - refusedBeforeRegistration - refusedWhileReenabling).toBe(0);
     expect(admitted).toBeGreaterThan(100);
     console.log(`webhook rollout: ${admitted} writes admitted, ${failures.length} failed, ${service.refused} connections without a ready backend`);
-  }, 300_000);
+  }, 480_000);
 });
