@@ -63,6 +63,10 @@ apiserver_ok() {
   [[ -x "$bin/kube-apiserver" ]] &&
     [[ "$("$bin/kube-apiserver" --version 2>/dev/null)" == "Kubernetes $KUBE_VERSION" ]]
 }
+controller_manager_ok() {
+  [[ -x "$bin/kube-controller-manager" ]] &&
+    [[ "$("$bin/kube-controller-manager" --version 2>/dev/null)" == "Kubernetes $KUBE_VERSION" ]]
+}
 etcd_ok() {
   local out
   [[ -x "$bin/etcd" ]] && out="$("$bin/etcd" --version 2>/dev/null)" &&
@@ -98,6 +102,19 @@ if [[ "${SETUP_KUBE_FORCE:-}" == 1 ]] || ! apiserver_ok; then
   apiserver_ok || die "$bin/kube-apiserver does not report version $KUBE_VERSION"
 else
   log "kube-apiserver $KUBE_VERSION is up to date"
+fi
+
+# Its garbage collector removes what an uninstall leaves to owner references
+# (test/support/kube-garbage-collector.ts).
+if [[ "${SETUP_KUBE_FORCE:-}" == 1 ]] || ! controller_manager_ok; then
+  build "$kube_mod" kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager \
+    "-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION \
+     -X k8s.io/component-base/version.gitMajor=1 \
+     -X k8s.io/component-base/version.gitMinor=$KUBE_MINOR \
+     -X k8s.io/component-base/version.gitTreeState=clean"
+  controller_manager_ok || die "$bin/kube-controller-manager does not report version $KUBE_VERSION"
+else
+  log "kube-controller-manager $KUBE_VERSION is up to date"
 fi
 
 # The tests' stand-in for a kubelet's port-forward endpoint (tools/kube/kubelet-standin), rebuilt

@@ -2,7 +2,8 @@
 // over TLS under a steady write load: the chart's default (webhook.tls.mode managed) with the
 // controller keeping the certificates, re-rendering and re-applying the chart, a controller
 // restart, a second webhook replica, a rolling restart of the webhook, a CA rotation, the loss of
-// the CA Secret, and the webhook disabled and enabled again (webhook.enabled). Every
+// the CA Secret, the webhook disabled and enabled again (webhook.enabled), and the uninstall (the
+// real garbage collector deletes the registration with the installation's ClusterRole). Every
 // write must be admitted, and every admitted legacy filter must carry the shoot's RBAC filter
 // (proof that the webhook, not a bypass, answered): a created one the filter that refuses everyone
 // until the controller's update (a create reveals no range), an updated one the shoot's ACL.
@@ -23,6 +24,7 @@ import { gardenerLegacyProxyEnvoyFilter } from '../envoy/gardener-shapes.js';
 import { getFreePort, installCRDs, type ControlPlane } from '../kube/control-plane.js';
 import { eventually, sleep, startWithCRDs } from '../kube/kube-test-helpers.js';
 import { gardenerVpaCrdFile } from '../support/gardener-resource-manager.js';
+import { startGarbageCollector } from '../support/kube-garbage-collector.js';
 import { SecretVolumeStandIn, ServiceStandIn } from '../support/service-stand-in.js';
 import { CONFIG_MOUNT, canI, serviceAccountKubeconfig, startChartContainer, writeChartConfig, type RunningContainer } from './chart-processes.js';
 import { SEED_CHART, helm, renderChart, type KubeObject } from './helm.js';
@@ -138,7 +140,7 @@ describe('seed webhook certificates and rollout under a steady write load (real 
     for (const attributes of allowed) expect(await can(attributes), JSON.stringify(attributes)).toBe(true);
   });
 
-  it('re-render, controller restart, a second replica, a rolling restart, a CA rotation, a lost CA Secret, the webhook disabled and enabled again: zero failed admission calls', async () => {
+  it('re-render, controller restart, a second replica, a rolling restart, a CA rotation, a lost CA Secret, the webhook disabled and enabled again, uninstalled: zero failed admission calls', async () => {
     await startController();
     // Install order: the certificates first (the webhook Pods mount the serving Secret), the
     // fail-closed registration only once a webhook replica answers, so no write is refused meanwhile.
@@ -265,12 +267,13 @@ describe('seed webhook certificates and rollout under a steady write load (real 
     // the replicas still serve, then they go; writes are admitted as written from then on.
     const disabled = await renderChart(SEED_CHART, { controller: { combinedMinInterval: '0s' }, webhook: { enabled: false } }, NAMESPACE);
     for (const obj of disabled.filter((o) => o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding')) await serverSideApply(cp.kubeConfig, obj as unknown as ObjectToWrite, 'gardenlet');
+    // From here on a write may be admitted as written (the registration goes); none may be refused.
+    registered = false;
     if (controller) await stopProcess(controller);
     await startController(disabled);
     await eventually('the disabled chart’s controller deleted the registration', async () => (await getObject(cp.kubeConfig, mwcRef)) === undefined, 60_000).catch((error: Error) => {
       throw new Error(`${error.message}\n${output()}`);
     });
-    registered = false;
     for (const replica of [...replicas]) await stopReplica(replica);
     await sleep(2_000);
 
@@ -289,6 +292,31 @@ describe('seed webhook certificates and rollout under a steady write load (real 
     await sleep(2_000);
     registered = true;
     await sleep(3_000);
+
+    // Uninstalled: the resource manager deletes the chart's objects. The registration is owned by
+    // the installation's ClusterRole, so Kubernetes' garbage collector deletes it with that, here
+    // while the replicas still serve (their Deployment takes its terminating pods' drain longer).
+    const gc = await startGarbageCollector(cp);
+    // From here on a write may be admitted as written (no registration); none may be refused.
+    registered = false;
+    try {
+      await deleteObject(cp.kubeConfig, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', name: 'gardener-acl' });
+      await eventually('the garbage collector deleted the registration with its ClusterRole', async () => (await getObject(cp.kubeConfig, mwcRef)) === undefined, 60_000).catch(
+        async (error: Error) => {
+          throw new Error(`${error.message}\n${await gc.log(30)}`);
+        },
+      );
+    } finally {
+      await gc.stop();
+    }
+    await sleep(1_000);
+    if (controller) await stopProcess(controller);
+    controller = undefined;
+    for (const replica of [...replicas]) await stopReplica(replica);
+    for (const obj of [...objects].reverse()) {
+      await deleteObject(cp.kubeConfig, { apiVersion: obj.apiVersion, kind: obj.kind, name: obj.metadata.name, ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}) });
+    }
+    await sleep(2_000);
 
     stop = true;
     await Promise.all([writerA, writerB]);
