@@ -59,13 +59,9 @@ if command -v flock >/dev/null 2>&1; then
   flock 9
 fi
 
-apiserver_ok() {
-  [[ -x "$bin/kube-apiserver" ]] &&
-    [[ "$("$bin/kube-apiserver" --version 2>/dev/null)" == "Kubernetes $KUBE_VERSION" ]]
-}
-controller_manager_ok() {
-  [[ -x "$bin/kube-controller-manager" ]] &&
-    [[ "$("$bin/kube-controller-manager" --version 2>/dev/null)" == "Kubernetes $KUBE_VERSION" ]]
+kube_binary_ok() { # <name>
+  [[ -x "$bin/$1" ]] &&
+    [[ "$("$bin/$1" --version 2>/dev/null)" == "Kubernetes $KUBE_VERSION" ]]
 }
 etcd_ok() {
   local out
@@ -93,29 +89,20 @@ else
   log "etcd $ETCD_VERSION is up to date"
 fi
 
-if [[ "${SETUP_KUBE_FORCE:-}" == 1 ]] || ! apiserver_ok; then
-  build "$kube_mod" kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver \
-    "-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION \
-     -X k8s.io/component-base/version.gitMajor=1 \
-     -X k8s.io/component-base/version.gitMinor=$KUBE_MINOR \
-     -X k8s.io/component-base/version.gitTreeState=clean"
-  apiserver_ok || die "$bin/kube-apiserver does not report version $KUBE_VERSION"
-else
-  log "kube-apiserver $KUBE_VERSION is up to date"
-fi
-
-# Its garbage collector removes what an uninstall leaves to owner references
-# (test/support/kube-garbage-collector.ts).
-if [[ "${SETUP_KUBE_FORCE:-}" == 1 ]] || ! controller_manager_ok; then
-  build "$kube_mod" kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager \
-    "-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION \
-     -X k8s.io/component-base/version.gitMajor=1 \
-     -X k8s.io/component-base/version.gitMinor=$KUBE_MINOR \
-     -X k8s.io/component-base/version.gitTreeState=clean"
-  controller_manager_ok || die "$bin/kube-controller-manager does not report version $KUBE_VERSION"
-else
-  log "kube-controller-manager $KUBE_VERSION is up to date"
-fi
+# kube-apiserver, and kube-controller-manager, whose garbage collector removes what an uninstall
+# leaves to owner references (test/support/kube-garbage-collector.ts).
+for cmd in kube-apiserver kube-controller-manager; do
+  if [[ "${SETUP_KUBE_FORCE:-}" == 1 ]] || ! kube_binary_ok "$cmd"; then
+    build "$kube_mod" "$cmd" "k8s.io/kubernetes/cmd/$cmd" \
+      "-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION \
+       -X k8s.io/component-base/version.gitMajor=1 \
+       -X k8s.io/component-base/version.gitMinor=$KUBE_MINOR \
+       -X k8s.io/component-base/version.gitTreeState=clean"
+    kube_binary_ok "$cmd" || die "$bin/$cmd does not report version $KUBE_VERSION"
+  else
+    log "$cmd $KUBE_VERSION is up to date"
+  fi
+done
 
 # The tests' stand-in for a kubelet's port-forward endpoint (tools/kube/kubelet-standin), rebuilt
 # when its sources or the module's go.mod/go.sum change.

@@ -90,6 +90,8 @@ export class AclActuator implements Actuator {
       log.warn({ warnings }, 'ACL applied with warnings');
       await this.deps.warn(ext, 'ACLWarning', boundedLines(warnings, MAX_LISTED_ERRORS).join('\n'));
     }
+    // The shoot's own filters need the seed's gateways and observability chain, no other shoot.
+    const filterSeed = { operator: this.deps.operator, gateways: ctx.gateways, observabilityWildcards: ctx.observabilityWildcards, shoots: [] };
     if (result.noGateways) {
       // Not yet deployed (or being deleted): the filters go on every gateway for the hosts the
       // Gateway will have, so its chain is protected from the moment Istio serves it.
@@ -100,12 +102,7 @@ export class AclActuator implements Actuator {
       const ahead: ShootAcl = { ...acl, sniChains: [...acl.sniChains, ...hostsOnEveryGateway(previous?.sniHosts ?? [], ctx.gateways)] };
       const previousHops = this.deps.operator.tunnelRevocation === 'hop' && previous?.tunnels !== undefined;
       const recordedGeneration = previousHops ? tunnelStateFromRecord(previous.tunnels)?.generation : undefined;
-      const filters = buildShootEnvoyFilters(recordedGeneration === undefined ? ahead : { ...ahead, tunnelGeneration: recordedGeneration }, {
-        operator: this.deps.operator,
-        gateways: ctx.gateways,
-        observabilityWildcards: ctx.observabilityWildcards,
-        shoots: [],
-      });
+      const filters = buildShootEnvoyFilters(recordedGeneration === undefined ? ahead : { ...ahead, tunnelGeneration: recordedGeneration }, filterSeed);
       // Hops are first written with the Gateway (a new shoot has no tunnels yet); recorded ones stay.
       perShoot = await this.writeManagedResource(ext.metadata.namespace, previousHops ? filters : filters.filter((f) => f.metadata.name === shootFilterName(acl.technicalID)));
       const written = stateFor(ahead);
@@ -118,7 +115,7 @@ export class AclActuator implements Actuator {
       log.info({ hosts: written.sniHosts }, 'no Gateway in the shoot namespace yet; its filter is written ahead on every gateway for the hosts it will have');
     } else {
       const shoot = tunnels === undefined ? acl : { ...acl, tunnelGeneration: tunnels.generation };
-      const filters = buildShootEnvoyFilters(shoot, { operator: this.deps.operator, gateways: ctx.gateways, observabilityWildcards: ctx.observabilityWildcards, shoots: [] });
+      const filters = buildShootEnvoyFilters(shoot, filterSeed);
       perShoot = await this.writeManagedResource(ext.metadata.namespace, filters);
       // The hops go to every gateway: delete and migrate find them where they were written.
       if (tunnels) state = { ...state, tunnels: recordedTunnelState(tunnels), hopNamespaces: ctx.gateways.map((g) => g.namespace).sort() };

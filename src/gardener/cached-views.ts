@@ -96,11 +96,11 @@ export function cachedInfrastructure(infrastructure: Infrastructure): Infrastruc
 
 /** A gateway pod as read: name, namespace, labels and phase. */
 export function cachedPod(pod: Pod): Pod {
-  const { name, namespace, labels, deletionTimestamp } = pod.metadata;
+  const { name, namespace, labels } = pod.metadata;
   return {
     apiVersion: pod.apiVersion,
     kind: pod.kind,
-    metadata: definedOnly({ name, namespace, labels, deletionTimestamp }),
+    metadata: definedOnly({ name, namespace, labels }),
     ...(pod.status ? { status: definedOnly({ phase: pod.status.phase }) } : {}),
   };
 }

@@ -17,7 +17,7 @@ import type { OperatorConfig } from '../acl/operator-config.js';
 import { CONNECT_FILTER_PREFIX } from '../rbac/combined-connect-filters.js';
 import { jsonEqual } from '../rbac/deep-equal.js';
 import { describeError } from '../kube/errors.js';
-import { LEGACY_FILTER_PREFIX, SEALED, legacyProxyPatch } from '../rbac/legacy-proxy-patch.js';
+import { LEGACY_FILTER_PREFIX, SEALED, findLegacyChains, legacyProxyPatch } from '../rbac/legacy-proxy-patch.js';
 import { deny, type AdmissionRequest, type AdmissionVerdict } from './admission-review.js';
 import type { AclIndex } from './acl-index.js';
 
@@ -39,7 +39,9 @@ const oldMetadata = z.looseObject({ metadata: z.looseObject({ uid: z.string().mi
 /**
  * The webhook's answer, after telling whether the review is of a stored legacy filter: an update
  * whose old object carries the uid the API server stores for that namespace and name. Without a
- * lookup, no review is. A lookup that fails is a refusal to retry, never a guess.
+ * lookup, no review is. A lookup that fails is a refusal to retry, never a guess. Only a review
+ * whose chains lead to a shoot with an active ACL costs the lookup: for any other the answer
+ * reveals nothing either way.
  */
 export async function admitEnvoyFilter(
   request: AdmissionRequest,
@@ -51,7 +53,8 @@ export async function admitEnvoyFilter(
   const name = (request.object as { metadata?: { name?: unknown } } | undefined)?.metadata?.name ?? request.name;
   const oldUid = oldMetadata.safeParse(request.oldObject).data?.metadata.uid;
   let ofStoredFilter = false;
-  if (request.operation === 'UPDATE' && typeof name === 'string' && name.startsWith(LEGACY_FILTER_PREFIX) && oldUid !== undefined && storedUid !== undefined) {
+  const leadsToAcl = () => findLegacyChains(request.object, operator.legacyProxyPort).some((target) => index.legacyAcl(target.technicalID) !== undefined);
+  if (request.operation === 'UPDATE' && typeof name === 'string' && name.startsWith(LEGACY_FILTER_PREFIX) && oldUid !== undefined && storedUid !== undefined && leadsToAcl()) {
     const namespace = request.namespace ?? '';
     try {
       ofStoredFilter = (await storedUid(namespace, name)) === oldUid;

@@ -257,6 +257,17 @@ export async function stopProcess(p: ManagedProcess, graceMs = 10_000): Promise<
   }
 }
 
+/** Stops `proc` once (later calls resolve at once) and removes its scratch directory, unless KUBE_KEEP_TMP=1. */
+export function processStopper(proc: ManagedProcess, dir: string): () => Promise<void> {
+  let stopped = false;
+  return async () => {
+    if (stopped) return;
+    stopped = true;
+    await stopProcess(proc);
+    if (process.env.KUBE_KEEP_TMP !== '1') await rm(dir, { recursive: true, force: true });
+  };
+}
+
 export async function tail(file: string, lines = 40): Promise<string> {
   try {
     const text = await readFile(file, 'utf8');

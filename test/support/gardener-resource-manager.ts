@@ -3,7 +3,7 @@
 // the ManagedResources of class `seed`, reports their conditions, collects garbage and turns
 // Service annotations into NetworkPolicies, exactly as on a seed. Only its configuration is ours.
 import { accessSync, constants as fsConstants } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -13,7 +13,7 @@ import {
   getFreePort,
   issueServingCert,
   startProcess,
-  stopProcess,
+  processStopper,
   tail,
   waitFor,
   type ControlPlane,
@@ -95,13 +95,7 @@ export async function startResourceManager(cp: ControlPlane, opts: ResourceManag
   await writeFile(configFile, stringifyYaml(config));
   const logFile = path.join(dir, 'gardener-resource-manager.log');
   const proc: ManagedProcess = startProcess('gardener-resource-manager', binary, [`--config=${configFile}`], logFile);
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    await stopProcess(proc);
-    if (process.env.KUBE_KEEP_TMP !== '1') await rm(dir, { recursive: true, force: true });
-  };
+  const stop = processStopper(proc, dir);
   try {
     await waitFor('gardener-resource-manager /readyz', proc, logFile, Date.now() + 60_000, async () => {
       const res = await fetch(`http://127.0.0.1:${healthPort}/readyz`);

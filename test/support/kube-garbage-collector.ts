@@ -3,11 +3,11 @@
 // test kube-apiserver: it deletes an object whose owners are gone, as on a seed. The tests that
 // uninstall need it: the seed webhook's registration goes with the installation's ClusterRole.
 import { accessSync, constants as fsConstants } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
-import { defaultAssetsDir, startProcess, stopProcess, tail, waitFor, type ControlPlane, type ManagedProcess } from '../kube/control-plane.js';
+import { defaultAssetsDir, processStopper, startProcess, tail, waitFor, type ControlPlane, type ManagedProcess } from '../kube/control-plane.js';
 
 export interface GarbageCollector {
   log(lines?: number): Promise<string>;
@@ -39,13 +39,7 @@ export async function startGarbageCollector(cp: ControlPlane): Promise<GarbageCo
     `--cert-dir=${dir}`,
     '--v=2',
   ], logFile);
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    await stopProcess(proc);
-    if (process.env.KUBE_KEEP_TMP !== '1') await rm(dir, { recursive: true, force: true });
-  };
+  const stop = processStopper(proc, dir);
   try {
     await waitFor('the garbage collector synced', proc, logFile, Date.now() + 90_000, async () => /all resource monitors have synced/.test(await readFile(logFile, 'utf8').catch(() => '')));
   } catch (err) {
