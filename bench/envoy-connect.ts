@@ -9,6 +9,10 @@
 // timings; it only refuses to report numbers for requests that did not succeed.
 //
 // usage: npx tsx bench/envoy-connect.ts [sizes=0,100,1000,5000] [requests=300] [warmup=30] [shapes=ours,matcher,ecds,reference]
+// (ecds, like every shape of ours, with the default tunnelRevocation hop: the tunnel hop's entry on
+// the CONNECT listeners and its shard listeners; its doors are clusters the harness's gateway,
+// started without filters, does not get, which only VPN destinations would reach; ecds-none: the
+// same without the hop)
 //
 // The gateway carries only the two shoots the requests hit (their echo upstreams and SNI chains);
 // the filters of all N shoots are placed anyway: CONNECT routes take the cluster from a header, so
@@ -29,6 +33,7 @@ import { HEADER_GARDENER_DESTINATION, GARDENER_PORT, istioClusterName } from '..
 import { approximateIstioPlacement, type PlacementResult } from '../test/envoy/istio-placement-approximation.js';
 import { getObject, getObjectList, getString, type JsonObject } from '../test/envoy/json.js';
 import { startLiveGateway, type LiveGateway } from '../test/envoy/live-gateway.js';
+import { listenerConfigs } from '../test/envoy/gardener-gateway.js';
 import { referenceExtensionFilters } from '../test/envoy/reference-extension-shape.js';
 
 const SIZES = (process.argv[2] ?? '0,100,1000,5000').split(',').map(Number);
@@ -43,7 +48,7 @@ const PORT = GARDENER_PORT.httpProxy;
 const TARGET = 'shoot--bench--target';
 const OPEN = 'shoot--bench--open';
 
-type Shape = 'ours' | 'matcher' | 'ecds' | 'reference';
+type Shape = 'ours' | 'matcher' | 'ecds' | 'ecds-none' | 'reference';
 type RequestKind = 'ACL shoot' | 'shoot without ACL';
 
 // ---------------------------------------------------------------------------------------------
@@ -95,11 +100,12 @@ interface ShapeConfig {
 function filtersOf(shape: Shape, shoots: readonly TestShoot[]): ShapeConfig {
   const { seed } = testSeed(shoots, {
     // Each form with the chart's other defaults (ecds: its 48 buckets of 512 KiB).
-    operator: { combinedForm: shape === 'ours' || shape === 'reference' ? 'rules' : shape },
+    // ecds-none: the default form without the tunnel hop (tunnelRevocation none), to show what the hop costs.
+    operator: { combinedForm: shape === 'ours' || shape === 'reference' ? 'rules' : shape === 'ecds-none' ? 'ecds' : shape, ...(shape === 'ecds-none' ? { tunnelRevocation: 'none' as const } : {}) },
   });
   if (shape === 'reference') return { envoyFilters: referenceExtensionFilters(seed), ecdsResources: [] };
   const filters = buildSeedEnvoyFilters(seed);
-  if (shape !== 'ecds') return { envoyFilters: allEnvoyFilters(filters), ecdsResources: [] };
+  if (shape !== 'ecds' && shape !== 'ecds-none') return { envoyFilters: allEnvoyFilters(filters), ecdsResources: [] };
   // The bucket objects travel as ECDS resources (istiod: EXTENSION_CONFIG), the rest as EnvoyFilters.
   const isBucket = (o: AnyGeneratedEnvoyFilter) => o.spec.configPatches.some((p) => p.applyTo === 'EXTENSION_CONFIG');
   const ecdsResources = filters.combined.filter(isBucket).flatMap((o) => o.spec.configPatches.map((p) => p.patch.value as unknown as JsonObject));
@@ -222,7 +228,7 @@ async function timedListenerLoad(envoy: EnvoyInstance, placement: PlacementResul
   const start = performance.now();
   try {
     if (ecds) await ecds.files.write(ecds.resources);
-    const listeners = placement.gateway.listeners.map((listener) => listener.config);
+    const listeners = listenerConfigs(placement.gateway);
     const result = await envoy.replaceListeners(ecds ? ecds.files.listeners(listeners) : listeners);
     if (!result.accepted) throw new Error(`Envoy rejected the listeners:\n${result.output.slice(-2_000)}`);
   } catch (error) {
@@ -290,7 +296,7 @@ async function timedEcdsChange(envoy: EnvoyInstance, files: EcdsFiles, before: r
 async function measureConfiguration(shape: Shape, aclShoots: number): Promise<ConfigurationResult> {
   const shoots = benchShoots(aclShoots);
   const { envoyFilters, ecdsResources } = filtersOf(shape, shoots);
-  const files = shape === 'ecds' ? await EcdsFiles.create() : undefined;
+  const files = shape === 'ecds' || shape === 'ecds-none' ? await EcdsFiles.create() : undefined;
   const gatewayShoots = [TARGET, OPEN, ...(aclShoots > 1 ? [OTHER_ACL] : [])].map((id) => ({ technicalID: id, sniChains: [[`api.${id}.example.com`]] }));
   // Start without filters and hand them over through LDS, so Envoy's load time is measured apart
   // from the harness's placement (which is not Istio and not what a seed would spend).

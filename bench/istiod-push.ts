@@ -27,6 +27,7 @@
 // or times out is printed as failed and the next row runs.
 //
 // usage: npx tsx bench/istiod-push.ts [sizes=0,1000,5000] [forms=ecds,matcher,rules]
+// (a form may name its tunnelRevocation, e.g. ecds:none; otherwise the default, hop: the shared tunnel hop)
 // needs: scripts/setup-istio-render.sh and scripts/setup-envoy.sh (or ISTIO_RENDER_BIN / ENVOY_BIN).
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -35,7 +36,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
-import { COMBINED_FORMS, defaultOperatorConfig, type CombinedFormName } from '../src/acl/operator-config.js';
+import { COMBINED_FORMS, TUNNEL_REVOCATIONS, defaultOperatorConfig, type CombinedFormName } from '../src/acl/operator-config.js';
 import { ecdsBucketOf, ecdsResourceName } from '../src/rbac/connect-matcher-ecds.js';
 import { ENVOY_VERSION } from '../test/envoy/envoy-binary.js';
 import { pollUntil, startEnvoy, type EnvoyInstance } from '../test/envoy/envoy-process.js';
@@ -50,7 +51,12 @@ import { staticSecrets } from '../test/istio/throwaway-certs.js';
 import { gatewaySeedShoots } from './gateway-seed-shoots.js';
 
 const SIZES = (process.argv[2] ?? '0,1000,5000').split(',').map(Number);
-const FORMS = (process.argv[3] ?? 'ecds,matcher,rules').split(',').map((f) => z.enum(COMBINED_FORMS).parse(f));
+const FORMS = (process.argv[3] ?? 'ecds,matcher,rules').split(',').map((spec) => {
+  const [form, revocation] = spec.split(':');
+  return { form: z.enum(COMBINED_FORMS).parse(form), revocation: z.enum(TUNNEL_REVOCATIONS).default(defaultOperatorConfig().tunnelRevocation).parse(revocation) };
+});
+type Variant = (typeof FORMS)[number];
+const label = (v: Variant): string => (v.revocation === defaultOperatorConfig().tunnelRevocation ? v.form : `${v.form}, tunnelRevocation ${v.revocation}`);
 const era = ERAS['v1.145'];
 const gateway = ingressGateway('default');
 const proxy = { namespace: gateway.namespace, labels: gatewayLabels(era, gateway) };
@@ -341,8 +347,8 @@ interface Seed {
   readonly inputBytes: number;
 }
 
-function seedFor(fixture: readonly JsonObject[], form: CombinedFormName): Seed {
-  const objects = withOperatorSettings(fixture, { combinedForm: form });
+function seedFor(fixture: readonly JsonObject[], { form, revocation }: Variant): Seed {
+  const objects = withOperatorSettings(fixture, { combinedForm: form, tunnelRevocation: revocation });
   const input = istioInputObjects(objects, generateForSeed(objects));
   const filters = input.filter((o) => o['kind'] === 'EnvoyFilter');
   return { input, envoyFilters: filters.length, envoyFilterBytes: istioInputDocuments(filters).length, inputBytes: istioInputDocuments(input).length };
@@ -367,19 +373,20 @@ interface RowResult {
   readonly summary: string;
 }
 
-async function runRow(size: number, form: CombinedFormName): Promise<RowResult> {
+async function runRow(size: number, variant: Variant): Promise<RowResult> {
+  const { form } = variant;
   const rowStart = performance.now();
   const lines: string[] = [];
   const log = (line: string): void => {
     lines.push(line);
     console.log(`  ${line}`);
   };
-  console.log(`\n${size} ACL shoots, combinedForm ${form} (load average ${loadavg().map((l) => l.toFixed(2)).join(' ')})`);
+  console.log(`\n${size} ACL shoots, combinedForm ${label(variant)} (load average ${loadavg().map((l) => l.toFixed(2)).join(' ')})`);
 
   const fixtureShoots = gatewaySeedShoots(size);
   const prepStart = performance.now();
   const fixture = gardenerSeedObjects(era, fixtureShoots);
-  const seed = seedFor(fixture, form);
+  const seed = seedFor(fixture, variant);
   const prepSeconds = (performance.now() - prepStart) / 1000;
   log(
     `input: ${seed.input.length} objects Istio reads (${mib(seed.inputBytes)} MiB as JSON), of them ${seed.envoyFilters} EnvoyFilters (${mib(seed.envoyFilterBytes)} MiB); ` +
@@ -461,7 +468,7 @@ async function runRow(size: number, form: CombinedFormName): Promise<RowResult> 
       for (let k = 1; k <= changeCount; k++) {
         cidrs = [...cidrs, `198.51.100.${k}/32`];
         objects = withRule(objects, changed, { action: 'ALLOW', type: 'remote_ip', cidrs });
-        const next = seedFor(objects, form);
+        const next = seedFor(objects, variant);
         const config = istioInputDocuments(next.input.filter((o) => o['kind'] === 'EnvoyFilter'));
         const envoyBefore = await envoyCounters(envoy);
         const reloadsBefore = await ecdsReloadsByName(envoy);
@@ -537,7 +544,7 @@ async function runRow(size: number, form: CombinedFormName): Promise<RowResult> 
     const rowSeconds = (performance.now() - rowStart) / 1000;
     log(`row wall time ${rowSeconds.toFixed(0)} s`);
     const summary =
-      `| ${size} | ${form} | ${serverSeconds.toFixed(1)} | ${completeSeconds.toFixed(1)} | ${fullPushSeconds.toFixed(2)} | ${(pushedBytes(atReady, afterFull) / MiB).toFixed(1)} | ` +
+      `| ${size} | ${label(variant)} | ${serverSeconds.toFixed(1)} | ${completeSeconds.toFixed(1)} | ${fullPushSeconds.toFixed(2)} | ${(pushedBytes(atReady, afterFull) / MiB).toFixed(1)} | ` +
       `${mib(afterFullGc.memory.heap_alloc)} / ${mib(afterFull.memory.rss)} / ${mib(afterFull.memory.rss_peak)} | ` +
       `${changes.length === 0 ? '–' : changes.map((c) => `${c.appliedMs.toFixed(0)} (${c.rewriteMs.toFixed(0)})`).join(', ')} | ` +
       `${changes.length === 0 ? '–' : changes.map((c) => `${c.workMs.toFixed(0)}${c.pushes === 1 ? '' : ` (${c.pushes} pushes to the proxy)`}`).join(', ')} | ${changes[0] === undefined ? '–' : (changes[0].bytes / MiB).toFixed(1)} | ` +
@@ -548,7 +555,7 @@ async function runRow(size: number, form: CombinedFormName): Promise<RowResult> 
     log(`FAILED after ${((performance.now() - rowStart) / 1000).toFixed(0)} s: ${message.split('\n').slice(0, 6).join(' / ')}`);
     if (serve) log(`serve stderr (tail): ${serveProblems(serve) || '(nothing)'}`);
     if (envoy) log(`Envoy: ${envoyProblems(envoy)}`);
-    return { size, form, lines, summary: `| ${size} | ${form} | failed: ${message.split('\n')[0] ?? ''} |` };
+    return { size, form, lines, summary: `| ${size} | ${label(variant)} | failed: ${message.split('\n')[0] ?? ''} |` };
   } finally {
     await Promise.allSettled([envoy?.stop(), serve?.stop(), new Promise<void>((resolve) => sinkServer.close(() => resolve()))]);
     await rm(dir, { recursive: true, force: true });
@@ -566,14 +573,14 @@ console.log(
 // Checked once on a small seed: the SDS secrets derived from the Gateways are exactly those Istio's
 // static render of the gateway names (else Envoy would refuse the listener naming a missing one).
 {
-  const small = seedFor(gardenerSeedObjects(era, gatewaySeedShoots(3)), 'ecds').input;
+  const small = seedFor(gardenerSeedObjects(era, gatewaySeedShoots(3)), { form: 'ecds', revocation: 'hop' }).input;
   const rendered = [...planStaticGateway(await renderGatewayWithIstio(small, proxy)).sdsSecretNames].sort();
   const derived = gatewaySecretNames(small);
   if (JSON.stringify(rendered) !== JSON.stringify(derived)) throw new Error(`SDS secrets derived from the Gateways ${JSON.stringify(derived)} differ from Istio's render ${JSON.stringify(rendered)}`);
 }
 
 const rows: RowResult[] = [];
-for (const size of SIZES) for (const form of FORMS) rows.push(await runRow(size, form));
+for (const size of SIZES) for (const variant of FORMS) rows.push(await runRow(size, variant));
 
 console.log(
   `\nSummary (one run per row; the ${CHANGES} changes (1 above ${MANY_SHOOTS} shoots) in a row on the same server):\n` +

@@ -1,9 +1,11 @@
-// What `tunnelRevocation: hop` costs a gateway Envoy: the same seed's VPN clusters without and
-// with the hops (README "Revocation"), at several numbers of ACL shoots, in one run: Envoy's
-// allocated memory and the time to load the config. Each shoot has the three VPN clusters a
-// gateway may hold (vpn-seed-server, -0, -1); the hops are the product's patches
-// (tunnelHopPatches), applied as Istio applies them: Gardener's cluster renamed, the door and the
-// internal listener added. Only loopback addresses are used; nothing is sent.
+// What tunnel revocation (`tunnelRevocation: hop`, the shared hop) costs a gateway Envoy: the
+// same seed's VPN clusters without and with the shared hop's doors and shard listeners (README
+// "Revocation"), at several numbers of ACL shoots, in one run: Envoy's allocated memory and the
+// time to load the config. Each shoot has the three VPN clusters a gateway may hold
+// (vpn-seed-server, -0, -1) and nothing else of Gardener's (a real gateway also holds each shoot's
+// kube-apiserver cluster and SNI chains), so the ratio is an upper bound. The hop's objects are the
+// product's (sharedHopObjects); its entry filters sit on the CONNECT listeners, which this seed
+// does not have. Only loopback addresses are used; nothing is sent.
 //
 // usage: npx tsx bench/tunnel-hop.ts [sizes=0,1000,5000] [stats=istio|all]
 // (istio: the stats an Istio gateway keeps, its bootstrap's stats matcher; all: Envoy's full stats)
@@ -13,30 +15,25 @@ import { SEED_ENVOY_VERSION } from '../test/envoy/envoy-binary.js';
 import { startEnvoy, type EnvoyInstance } from '../test/envoy/envoy-process.js';
 import { INTERNAL_LISTENER_EXTENSION, staticCluster } from '../test/envoy/gardener-gateway.js';
 import type { JsonObject } from '../test/envoy/json.js';
-import { HOP_SERVICES, routedClusterName, tunnelHopPatches } from '../src/rbac/tunnel-hop.js';
+import { VPN_SERVICES, sharedHopObjects, vpnClusterName } from '../src/rbac/shared-tunnel-hop.js';
 
 const SIZES = (process.argv[2] ?? '0,1000,5000').split(',').map(Number);
 const UPSTREAM_PORT = 9; // never connected to
 
-function seed(shoots: number, hops: boolean): { clusters: JsonObject[]; listeners: JsonObject[] } {
-  const clusters: JsonObject[] = [];
-  const listeners: JsonObject[] = [];
+const shootID = (i: number): string => `shoot--p${i % 97}--s${i}`;
+
+/** The shared hop's doors and listeners for `shoots` ACL shoots, as Istio adds them. */
+function sharedHop(shoots: number): { clusters: JsonObject[]; listeners: JsonObject[] } {
+  const ids = Array.from({ length: shoots }, (_, i) => ({ technicalID: shootID(i) }));
+  const objects = sharedHopObjects({ namespace: 'istio-ingress', selector: { app: 'istio-ingressgateway' } }, { protectedPorts: [8132, 8443], protectedHeaders: ['Reversed-VPN', 'X-Gardener-Destination'], maxObjectBytes: 524_288 }, ids);
+  const patches = objects.flatMap((o) => o.spec.configPatches) as { applyTo: string; patch: { value: JsonObject } }[];
+  return { clusters: patches.filter((p) => p.applyTo === 'CLUSTER').map((p) => p.patch.value), listeners: patches.filter((p) => p.applyTo === 'LISTENER').map((p) => p.patch.value) };
+}
+
+function seed(shoots: number, hop: boolean): { clusters: JsonObject[]; listeners: JsonObject[] } {
+  const { clusters, listeners } = hop ? sharedHop(shoots) : { clusters: [], listeners: [] };
   for (let i = 0; i < shoots; i++) {
-    const id = `shoot--p${i % 97}--s${i}`;
-    const gardener = new Map(HOP_SERVICES.map((service) => [routedClusterName(service, id), staticCluster(routedClusterName(service, id), UPSTREAM_PORT)]));
-    if (hops) {
-      for (const patch of tunnelHopPatches(id, 1)) {
-        const value = patch.patch.value as JsonObject;
-        if (patch.applyTo === 'LISTENER') listeners.push(value);
-        else if (patch.patch.operation === 'ADD') clusters.push(value);
-        else if (patch.match.cluster !== undefined) {
-          const renamed = gardener.get(patch.match.cluster.name);
-          if (renamed !== undefined) clusters.push({ ...renamed, name: value['name'] as string });
-        }
-      }
-    } else {
-      clusters.push(...gardener.values());
-    }
+    for (const service of VPN_SERVICES) clusters.push(staticCluster(vpnClusterName(service, shootID(i)), UPSTREAM_PORT));
   }
   return { clusters, listeners };
 }
@@ -64,8 +61,8 @@ async function allocated(envoy: EnvoyInstance): Promise<number> {
   return Number(memorySchema.parse(await response.json()).allocated);
 }
 
-async function measure(shoots: number, hops: boolean): Promise<{ mib: number; loadS: number }> {
-  const { clusters, listeners } = seed(shoots, hops);
+async function measure(shoots: number, hop: boolean): Promise<{ mib: number; loadS: number }> {
+  const { clusters, listeners } = seed(shoots, hop);
   const start = performance.now();
   const envoy = await startEnvoy({
     envoyVersion: SEED_ENVOY_VERSION,
@@ -92,12 +89,12 @@ async function measure(shoots: number, hops: boolean): Promise<{ mib: number; lo
   }
 }
 
-console.log('ACL shoots | Envoy allocated without / with hops | start with config (s) without / with | listeners + clusters added');
+console.log('ACL shoots | Envoy allocated without / with the shared hop | start with config (s) without / with');
 for (const shoots of SIZES) {
   const without = await measure(shoots, false);
-  const withHops = await measure(shoots, true);
+  const withHop = await measure(shoots, true);
   console.log(
-    `${String(shoots).padStart(10)} | ${without.mib.toFixed(1).padStart(7)} / ${withHops.mib.toFixed(1).padStart(7)} MiB (${(withHops.mib / without.mib).toFixed(2)}x, +${((withHops.mib - without.mib) * 1024 / Math.max(1, shoots)).toFixed(1)} KiB per shoot)` +
-      ` | ${without.loadS.toFixed(2)} / ${withHops.loadS.toFixed(2)} | ${shoots * HOP_SERVICES.length} + ${shoots * HOP_SERVICES.length}`,
+    `${String(shoots).padStart(10)} | ${without.mib.toFixed(1).padStart(7)} / ${withHop.mib.toFixed(1).padStart(7)} MiB (${(withHop.mib / without.mib).toFixed(2)}x, +${(((withHop.mib - without.mib) * 1024) / Math.max(1, shoots)).toFixed(1)} KiB per shoot)` +
+      ` | ${without.loadS.toFixed(2)} / ${withHop.loadS.toFixed(2)}`,
   );
 }

@@ -48,7 +48,7 @@ export function isMatcherForm(form: CombinedFormName | undefined): boolean {
 }
 
 /** What a tightened ACL does to established tunnels (see README "Revocation"). */
-export const TUNNEL_REVOCATIONS = ['none', 'hop'] as const;
+export const TUNNEL_REVOCATIONS = ['hop', 'none'] as const;
 
 export const DEFAULT_ECDS_BUCKETS = 48;
 export const MAX_ECDS_BUCKETS = 256;
@@ -185,12 +185,12 @@ export const operatorConfigSchema = z
       .max(MAX_ECDS_BUCKETS, { error: `must be at most ${MAX_ECDS_BUCKETS}: every bucket adds one HTTP filter per protected header to every CONNECT request; raise maxObjectBytes instead` })
       .default(DEFAULT_ECDS_BUCKETS),
     /**
-     * What a tightened ACL does to the shoot's established VPN tunnels: `none` (they end on their
-     * own) or `hop` (a per-shoot internal listener in front of Gardener's VPN clusters; a tightening
-     * closes the shoot's tunnels at the end of the gateway's drain time, no other shoot's). See
-     * README "Revocation".
+     * What a tightened ACL does to the shoot's established VPN tunnels: `hop` (every VPN tunnel
+     * runs through a chain of its shoot in a shared internal listener; a tightening closes the
+     * shoot's tunnels at the end of the gateway's drain time, no other shoot's) or `none` (they end
+     * on their own). See README "Revocation".
      */
-    tunnelRevocation: z.enum(TUNNEL_REVOCATIONS, { error: 'must be none or hop' }).default('none'),
+    tunnelRevocation: z.enum(TUNNEL_REVOCATIONS, { error: 'must be hop or none' }).default('hop'),
   })
   .transform((c) => ({
     ...c,

@@ -38,6 +38,8 @@ export interface AclActuatorDeps {
   readonly combinedProtection: (shoot: AppliedAcl) => CombinedProtection;
   /** Reconcile `ext` again when the stored combined filters change. */
   readonly awaitCombined: (ext: Extension) => void;
+  /** Gateway namespaces whose stored tunnel hop lacks the shoot's chain of `generation` (tunnelRevocation hop). */
+  readonly tunnelHopMissing: (technicalID: string, generation: number) => readonly string[];
   /** A Warning Event on the Extension: admitted, but the owner should know. */
   readonly warn: (ext: Extension, reason: string, message: string, once?: boolean) => Promise<void>;
 }
@@ -76,6 +78,8 @@ export class AclActuator implements Actuator {
     const acl = result.acl;
     const recorded = stateSchema.safeParse(ext.status?.['state'] ?? {});
     let state: ReturnType<typeof stateFor> & { tunnels?: unknown; hopNamespaces?: string[] } = stateFor(acl);
+    // Per-shoot hops of earlier versions: where the deletion still looks for leftovers.
+    if (recorded.success && recorded.data.hopNamespaces.length > 0) state = { ...state, hopNamespaces: recorded.data.hopNamespaces };
     let perShoot: ManagedResourceProgress = { kind: 'applied' };
     const applied = appliedFromState(ext.metadata.namespace, state);
     const protection: CombinedProtection = applied ? this.deps.combinedProtection(applied) : { uncovered: [], problem: undefined };
@@ -95,30 +99,24 @@ export class AclActuator implements Actuator {
     if (result.noGateways) {
       // Not yet deployed (or being deleted): the filters go on every gateway for the hosts the
       // Gateway will have, so its chain is protected from the moment Istio serves it.
-      // The hops and their recorded generation stay as recorded: the tightening is compared when
-      // the hops are written again (tunnels opened before still count as admitted by the earlier ACL).
+      // The recorded tunnel generation stays as recorded: the tightening is compared once the
+      // shoot is deployed (tunnels opened before still count as admitted by the earlier ACL).
       // The hosts written before stay too (a Gateway the cache has not seen yet, a restored shoot).
       const previous = recorded.success ? recorded.data : undefined;
       const ahead: ShootAcl = { ...acl, sniChains: [...acl.sniChains, ...hostsOnEveryGateway(previous?.sniHosts ?? [], ctx.gateways)] };
-      const previousHops = this.deps.operator.tunnelRevocation === 'hop' && previous?.tunnels !== undefined;
-      const recordedGeneration = previousHops ? tunnelStateFromRecord(previous.tunnels)?.generation : undefined;
-      const filters = buildShootEnvoyFilters(recordedGeneration === undefined ? ahead : { ...ahead, tunnelGeneration: recordedGeneration }, filterSeed);
-      // Hops are first written with the Gateway (a new shoot has no tunnels yet); recorded ones stay.
-      perShoot = await this.writeManagedResource(ext.metadata.namespace, previousHops ? filters : filters.filter((f) => f.metadata.name === shootFilterName(acl.technicalID)));
+      perShoot = await this.writeManagedResource(ext.metadata.namespace, buildShootEnvoyFilters(ahead, filterSeed));
       const written = stateFor(ahead);
       state = {
         ...state,
         gatewayNamespaces: [...new Set([...written.gatewayNamespaces, ...(previous?.gatewayNamespaces ?? [])])].sort(),
         sniHosts: written.sniHosts,
-        ...(previousHops ? { tunnels: previous.tunnels, hopNamespaces: previous.hopNamespaces } : {}),
+        ...(previous?.tunnels !== undefined ? { tunnels: previous.tunnels } : {}),
       };
       log.info({ hosts: written.sniHosts }, 'no Gateway in the shoot namespace yet; its filter is written ahead on every gateway for the hosts it will have');
     } else {
-      const shoot = tunnels === undefined ? acl : { ...acl, tunnelGeneration: tunnels.generation };
-      const filters = buildShootEnvoyFilters(shoot, filterSeed);
-      perShoot = await this.writeManagedResource(ext.metadata.namespace, filters);
-      // The hops go to every gateway: delete and migrate find them where they were written.
-      if (tunnels) state = { ...state, tunnels: recordedTunnelState(tunnels), hopNamespaces: ctx.gateways.map((g) => g.namespace).sort() };
+      perShoot = await this.writeManagedResource(ext.metadata.namespace, buildShootEnvoyFilters(acl, filterSeed));
+      // The combined syncer writes the shoot's hop chain of this generation from the recorded state.
+      if (tunnels) state = { ...state, tunnels: recordedTunnelState(tunnels) };
     }
 
     if (applied) {
@@ -139,6 +137,15 @@ export class AclActuator implements Actuator {
           state,
           ...(problem !== undefined ? { problem: `the combined CONNECT filters do not protect this shoot as recorded on ${paths}: ${problem}` } : {}),
         };
+      }
+    }
+    if (tunnels) {
+      // A raised generation closes the tunnels only once the gateways' hop holds it.
+      const missing = this.deps.tunnelHopMissing(ext.metadata.namespace, tunnels.generation);
+      if (missing.length > 0) {
+        this.deps.awaitCombined(ext);
+        this.deps.combinedChanged();
+        return { kind: 'pending', reason: `ACL recorded; waiting for the tunnel hop (generation ${tunnels.generation}) on ${boundedLines(missing, 4).join(', ')}`, state };
       }
     }
     const unverified = await this.triggerLegacyProxyFilters(ext.metadata.namespace, state.gatewayNamespaces, applied);

@@ -48,6 +48,7 @@ import {
 import { jsonEqual } from '../rbac/deep-equal.js';
 import { combinedRbacConfig, type PolicyEntry } from '../rbac/filter-values.js';
 import type { Policy } from '../rbac/envoy-rbac-types.js';
+import { SHARED_HOP_ENTRY_OBJECT, isSharedHopObjectName } from '../rbac/shared-tunnel-hop.js';
 import type { CombinedWrite } from './combined-syncer.js';
 import { storedPatches, storedSelector, type CombinedFormReader } from './combined-coverage.js';
 
@@ -320,18 +321,19 @@ export function isShardName(name: string): boolean {
 /**
  * Whether writing or deleting a combined object changes a CONNECT listener (Envoy then drains
  * every tunnel on it): every object of ours except an ECDS bucket, whose resource Envoy swaps in
- * place.
+ * place, and a tunnel hop shard, whose internal listener drains only the chains that changed.
  */
 export function changesListeners(name: string): boolean {
-  return parseEcdsBucketObjectName(name) === undefined;
+  return parseEcdsBucketObjectName(name) === undefined && !(isSharedHopObjectName(name) && name !== SHARED_HOP_ENTRY_OBJECT);
 }
 
 /**
  * Deletion order of stored combined objects: what names or relies on others first (rules and
- * matcher shards, ECDS listener parts), then what they name (extractions, ECDS buckets).
+ * matcher shards, ECDS listener parts, the tunnel hop's entry), then what they name (extractions,
+ * ECDS buckets, the hop's shards).
  */
 export function deletionRank(name: string): number {
-  if (parseConnectFilterName(name) || parseMatcherFilterName(name) || parseEcdsListenerObjectName(name) !== undefined) return 0;
+  if (parseConnectFilterName(name) || parseMatcherFilterName(name) || parseEcdsListenerObjectName(name) !== undefined || name === SHARED_HOP_ENTRY_OBJECT) return 0;
   return 1;
 }
 

@@ -21,11 +21,13 @@ import { FenceRefusedError } from '../kube/lease-fence.js';
 import { jsonEqual } from '../rbac/deep-equal.js';
 import type { GeneratedEnvoyFilter } from '../rbac/envoy-filter-types.js';
 import type { PolicyEntry } from '../rbac/filter-values.js';
+import { SHARED_HOP_ENTRY_OBJECT, sharedHopLayout, storedHopChains } from '../rbac/shared-tunnel-hop.js';
 import { appliedFromState, type AppliedAcl } from './applied-state.js';
 import { refOf, type ClusterClient } from './cluster-client.js';
 import { storedCoverage, storedSelector, uncoveredPaths, type StoredCoverage } from './combined-coverage.js';
 import { changesListeners, combinedForm, copiedFor, deletionRank, type CombinedForm, isShardName, keptOnly, keptSupportRestored, keptWith, storedEntriesAnyForm } from './combined-forms.js';
 import { OPERATION_ANNOTATION, Operation, isMigrated } from './extension-contract.js';
+import { tunnelStateFromRecord } from './tunnel-generation.js';
 
 export interface CombinedSyncerDeps {
   readonly client: ClusterClient;
@@ -77,6 +79,17 @@ export function isActive(ext: Extension): boolean {
 
 export function appliedAcls(extensions: readonly Extension[]): AppliedAcl[] {
   return extensions.filter(isActive).flatMap((ext) => appliedFromState(ext.metadata.namespace, ext.status?.['state']) ?? []);
+}
+
+/** The recorded tunnel generation of every active shoot that has one (tunnelRevocation hop). */
+export function tunnelGenerations(extensions: readonly Extension[]): Map<string, number> {
+  const generations = new Map<string, number>();
+  for (const ext of extensions.filter(isActive)) {
+    const state = ext.status?.['state'];
+    const recorded = typeof state === 'object' && state !== null ? tunnelStateFromRecord((state as Record<string, unknown>)['tunnels']) : undefined;
+    if (recorded !== undefined) generations.set(ext.metadata.namespace, recorded.generation);
+  }
+  return generations;
 }
 
 /**
@@ -171,6 +184,8 @@ export function planCombinedWrites(input: {
   readonly stored: readonly EnvoyFilterObject[];
   /** Active shoots without a readable recorded ACL (see unreadableAcls): kept as stored, like unplaced ones. */
   readonly unreadable?: readonly string[];
+  /** The recorded tunnel generations (see tunnelGenerations); a shoot without one has generation 1. */
+  readonly generations?: ReadonlyMap<string, number>;
 }): CombinedWritePlan {
   const { operator, gateways, shoots, stored } = input;
   const form = combinedForm(operator);
@@ -238,7 +253,12 @@ export function planCombinedWrites(input: {
     if (growWrite !== finalWrite && widened === undefined) settle.push(finalWrite);
   }
   // Shards rely on their supporting objects (written first), or the supporting objects name the shards (written after them).
-  const grow = form.supportNamesShards ? [...shardGrow, ...supportGrow] : [...supportGrow, ...shardGrow];
+  const formGrow = form.supportNamesShards ? [...shardGrow, ...supportGrow] : [...supportGrow, ...shardGrow];
+  const hop = nothingWanted || operator.tunnelRevocation !== 'hop' ? { writes: [], unplaced: new Map<string, string>() } : tunnelHopWrites(sortedGateways, operator, shoots, keptAsIs, stored, input.generations);
+  const hopKeys = new Set(hop.writes.map(key));
+  const hopChanged = hop.writes.filter((w) => !storedAs(storedByKey.get(key(w)), w));
+  // The hop's shards name nothing: first. Its entry names their doors: last.
+  const grow = [...hopChanged.filter((w) => w.metadata.name !== SHARED_HOP_ENTRY_OBJECT), ...formGrow, ...hopChanged.filter((w) => w.metadata.name === SHARED_HOP_ENTRY_OBJECT)];
   // Objects of another form (after a switch) that hold a shoot fitting nothing of this form stay,
   // with what they need: that shoot keeps the protection it has. They are rewritten to hold only
   // such shoots, once the others are protected by this form, so no stale policy of theirs stays.
@@ -271,11 +291,39 @@ export function planCombinedWrites(input: {
   // Only in namespaces of known gateways: filters elsewhere have no selector we could trust.
   // What names or relies on others goes first: nothing ever names or relies on a deleted object.
   const deletions = stored
-    .filter((f) => gatewayByNamespace.has(f.metadata.namespace) && !finals.has(key(f)) && !supporting.has(key(f)) && !keptOther.has(key(f)))
+    .filter((f) => gatewayByNamespace.has(f.metadata.namespace) && !finals.has(key(f)) && !supporting.has(key(f)) && !keptOther.has(key(f)) && !hopKeys.has(key(f)))
     .sort((a, b) => deletionRank(a.metadata.name) - deletionRank(b.metadata.name));
-  const held = [...(placement.held !== undefined ? [placement.held] : []), ...keptAsStored, ...restored.unrestorable].join('; ');
+  const hopUnplaced = [...hop.unplaced].map(([id, why]) => `${id}: ${why}`);
+  const held = [...(placement.held !== undefined ? [placement.held] : []), ...keptAsStored, ...restored.unrestorable, ...hopUnplaced].join('; ');
   // Restores first: a kept matcher shard without its extraction refuses every request carrying a protected header.
   return { grow: [...restored.writes, ...grow], settle, deletions, unplaced, ...(held !== '' ? { held } : {}) };
+}
+
+/**
+ * The shared tunnel hop of every gateway (tunnelRevocation hop): a chain for each shoot at its
+ * recorded generation; a shoot whose ACL is kept as stored keeps the chain stored for it on that
+ * gateway (its tunnels are not closed by a missing input).
+ */
+function tunnelHopWrites(
+  gateways: readonly GatewayWorkload[],
+  operator: OperatorConfig,
+  shoots: readonly AppliedAcl[],
+  keptAsIs: ReadonlyMap<string, string>,
+  stored: readonly EnvoyFilterObject[],
+  generations: ReadonlyMap<string, number> = new Map(),
+): { writes: CombinedWrite[]; unplaced: Map<string, string> } {
+  const unplaced = new Map<string, string>();
+  const writes = gateways.flatMap((gateway) => {
+    const kept = storedHopChains(stored.filter((f) => f.metadata.namespace === gateway.namespace));
+    const hopShoots = [
+      ...shoots.map((s) => ({ technicalID: s.technicalID, tunnelGeneration: generations.get(s.technicalID) ?? 1 })),
+      ...[...kept].filter(([id]) => keptAsIs.has(id) && !shoots.some((s) => s.technicalID === id)).map(([technicalID, tunnelGeneration]) => ({ technicalID, tunnelGeneration })),
+    ];
+    const objects = sharedHopLayout(gateway, operator, hopShoots);
+    for (const [id, why] of objects.unplaced) unplaced.set(id, why);
+    return objects.objects;
+  });
+  return { writes, unplaced };
 }
 
 /** A field the stored spec has and the wanted one lacks: server-side apply keeps such fields of other managers. */
@@ -310,6 +358,8 @@ interface StoredReading {
   readonly namespaces: readonly string[];
   /** Per gateway namespace, the technical IDs some stored filter (of any form) there holds a policy of. */
   readonly held: ReadonlyMap<string, ReadonlySet<string>>;
+  /** Per gateway namespace, the tunnel hop chains stored there: technical ID -> generation. */
+  readonly hopChains: ReadonlyMap<string, ReadonlyMap<string, number>>;
 }
 
 /** The same cached objects in the same order (the cache hands out a new object for every stored change). */
@@ -400,6 +450,12 @@ export class CombinedSyncer {
     return { uncovered, problem: unplaced ?? this.lastFailure, ...(unplaced !== undefined ? { unplaced } : {}) };
   }
 
+  /** Gateway namespaces whose stored tunnel hop lacks the chain of `technicalID` at `generation`. */
+  tunnelHopMissing(technicalID: string, generation: number): string[] {
+    const { namespaces, hopChains } = this.storedReading();
+    return namespaces.filter((namespace) => hopChains.get(namespace)?.get(technicalID) !== generation);
+  }
+
   /** The shoots among `shoots` that the stored combined filters do not protect as recorded. */
   unprotected(shoots: readonly AppliedAcl[]): Set<string> {
     const { coverage, namespaces } = this.storedReading();
@@ -429,7 +485,9 @@ export class CombinedSyncer {
       held.set(namespace, ids);
       for (const id of storedEntriesAnyForm(filter).keys()) ids.add(id);
     }
-    this.lastReading = { stored, gatewaysKey, coverage, namespaces: gateways.map((g) => g.namespace), held };
+    // Only shards that select the gateway's pods serve them.
+    const hopChains = new Map(gateways.map((g) => [g.namespace, storedHopChains(stored.filter((f) => f.metadata.namespace === g.namespace && jsonEqual(storedSelector(f) ?? {}, g.selector)))]));
+    this.lastReading = { stored, gatewaysKey, coverage, namespaces: gateways.map((g) => g.namespace), held, hopChains };
     return this.lastReading;
   }
 
@@ -479,7 +537,7 @@ export class CombinedSyncer {
     const gateways = combinedGateways(fromDeployments, stored);
     this.logKeptGateways(gateways.filter((g) => !fromDeployments.some((d) => d.namespace === g.namespace)).map((g) => g.namespace));
     const extensions = deps.extensions();
-    const plan = planCombinedWrites({ operator: deps.operator, gateways, shoots: appliedAcls(extensions), stored, unreadable: unreadableAcls(extensions) });
+    const plan = planCombinedWrites({ operator: deps.operator, gateways, shoots: appliedAcls(extensions), stored, unreadable: unreadableAcls(extensions), generations: tunnelGenerations(extensions) });
     this.logUnplaced(plan.unplaced);
     if (plan.held !== undefined && plan.held !== this.reportedHeld) deps.logger.warn(plan.held);
     this.reportedHeld = plan.held;

@@ -254,6 +254,7 @@ export class AclController {
       combinedHolds: (technicalID) => this.combined.holds(technicalID),
       combinedChanged: () => this.combinedQueue.add(COMBINED_KEY),
       combinedProtection: (shoot) => this.combined.protection(shoot),
+      tunnelHopMissing: (technicalID, generation) => this.combined.tunnelHopMissing(technicalID, generation),
       awaitCombined: (ext) => this.awaitingCombined.add(`${EXT_PREFIX}${ext.metadata.namespace}/${ext.metadata.name}`),
       warn: (ext, reason, message, once) => recordWarningEvent(options.client, ext, reason, message, now(), once),
     });

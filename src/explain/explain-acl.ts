@@ -1,6 +1,7 @@
 // `gardener-acl explain`: which verdict each path into a shoot's control plane gives one client,
 // and why, stated from the ACL model by DESIGN section 3 (not read back from the generated RBAC),
 // so that a test can hold it against what the real Envoy decides.
+import { vpnDestinationsNamed } from '../rbac/shared-tunnel-hop.js';
 import { cidrContainsAddress, formatAddress, formatCidr, parseIpv4, parseIpv6, type Cidr, type IpFamily } from '../acl/cidr.js';
 import type { SeedAcl, ShootAcl } from '../acl/model.js';
 import { isMatcherForm, type CombinedFormName } from '../acl/operator-config.js';
@@ -206,6 +207,12 @@ function connectVerdicts(req: ExplainRequest, shoot: ShootAcl | undefined, direc
     const prefix = self ? '' : `no protected header mentions ${req.technicalID}; `;
     verdict = decided({ admitted: parts.every((p) => p.d.admitted), admittedByRule: parts.every((p) => p.d.admittedByRule) });
     reason = parts.length === 0 ? `${prefix}no protected header mentions a shoot with an ACL` : `${prefix}${parts.map((p) => p.text).join('; ')}${parts.length > 1 ? ' (every targeted shoot must admit)' : ''}`;
+    // After the ACL filters, the tunnel hop's entry refuses a request naming two VPN servers (README "Revocation").
+    const vpn = seed.operator.tunnelRevocation === 'hop' && seed.shoots.length > 0 ? vpnDestinationsNamed(req.headers, protectedHeaders) : [];
+    if (verdict.verdict === 'admitted' && vpn.length > 1) {
+      verdict = { verdict: 'refused' };
+      reason = `${reason}; the tunnel hop refuses it: the protected headers name two VPN servers (${vpn.join(', ')})`;
+    }
   } else if (shoot) {
     const d = decideAcl(shoot, req.client, direct);
     const { fqdnInfix, socketValue } = destinationForms(shoot.technicalID);

@@ -3,10 +3,11 @@ import { buildCombinedConnectFilters, combinedConnectFilterStream } from './comb
 import { buildMatcherConnectFilters } from './connect-matcher.js';
 import { buildEcdsConnectObjects } from './connect-matcher-ecds.js';
 import type { ExtensionConfigPatch, GeneratedEnvoyFilter, MatcherFormPatch } from './envoy-filter-types.js';
+import { sharedHopObjects, type SharedHopObject } from './shared-tunnel-hop.js';
 import { buildShootEnvoyFilters, type ShootEnvoyFilter } from './shoot-envoy-filters.js';
 
 /** A generated object of either combined form (or a per-shoot filter). */
-export type AnyGeneratedEnvoyFilter = GeneratedEnvoyFilter | ShootEnvoyFilter | GeneratedEnvoyFilter<MatcherFormPatch> | GeneratedEnvoyFilter<ExtensionConfigPatch>;
+export type AnyGeneratedEnvoyFilter = GeneratedEnvoyFilter | ShootEnvoyFilter | GeneratedEnvoyFilter<MatcherFormPatch> | GeneratedEnvoyFilter<ExtensionConfigPatch> | SharedHopObject;
 
 /** The matcher forms' combined objects, built whole (a fraction of the rules form's size); undefined for the rules form. */
 function matcherFormObjects(seed: SeedAcl, shoots: SeedAcl['shoots']): AnyGeneratedEnvoyFilter[] | undefined {
@@ -15,11 +16,19 @@ function matcherFormObjects(seed: SeedAcl, shoots: SeedAcl['shoots']): AnyGenera
   return undefined;
 }
 
+/** With tunnelRevocation hop: the shared hop of every gateway (no ACL shoot: nothing of ours on the gateways). */
+function tunnelHopObjects(seed: SeedAcl, shoots: SeedAcl['shoots']): SharedHopObject[] {
+  if (seed.operator.tunnelRevocation !== 'hop' || shoots.length === 0) return [];
+  return [...seed.gateways].sort((a, b) => a.namespace.localeCompare(b.namespace)).flatMap((gateway) => sharedHopObjects(gateway, seed.operator, shoots));
+}
+
 export interface SeedEnvoyFilters {
   /** Per technical ID, sorted: what travels in the shoot's ManagedResource. */
   readonly perShoot: ReadonlyMap<string, readonly ShootEnvoyFilter[]>;
   /** The combined HTTP-CONNECT shards for every gateway namespace, sorted by namespace and name. */
   readonly combined: readonly AnyGeneratedEnvoyFilter[];
+  /** With tunnelRevocation hop: the shared tunnel hop of every gateway (decides nothing; closes tunnels). */
+  readonly tunnelHop: readonly SharedHopObject[];
 }
 
 /** The whole seed's EnvoyFilters from its ACL model; pure and deterministic. */
@@ -28,11 +37,11 @@ export function buildSeedEnvoyFilters(seed: SeedAcl): SeedEnvoyFilters {
   const perShoot = new Map<string, readonly ShootEnvoyFilter[]>();
   for (const shoot of shoots) perShoot.set(shoot.technicalID, buildShootEnvoyFilters(shoot, seed));
   const combined = matcherFormObjects(seed, shoots) ?? buildCombinedConnectFilters({ ...seed, shoots });
-  return { perShoot, combined };
+  return { perShoot, combined, tunnelHop: tunnelHopObjects(seed, shoots) };
 }
 
 export function allEnvoyFilters(filters: SeedEnvoyFilters): AnyGeneratedEnvoyFilter[] {
-  return [...[...filters.perShoot.values()].flat(), ...filters.combined];
+  return [...[...filters.perShoot.values()].flat(), ...filters.combined, ...filters.tunnelHop];
 }
 
 /**
@@ -46,5 +55,6 @@ export function seedEnvoyFilterStream(seed: SeedAcl): Iterable<AnyGeneratedEnvoy
   return (function* () {
     for (const shoot of shoots) yield* buildShootEnvoyFilters(shoot, seed);
     yield* combined;
+    yield* tunnelHopObjects(seed, shoots);
   })();
 }

@@ -13,7 +13,6 @@ import {
 import { FILTER_NAMES, networkDenyFilter, shootStatPrefix } from './filter-values.js';
 import { observabilityHostsOf } from './permissions.js';
 import { notAdmittedPrincipal } from './principals.js';
-import { TUNNEL_HOP_PRIORITY, tunnelHopPatches, type HopPatch } from './tunnel-hop.js';
 
 export function shootFilterName(technicalID: string): string {
   return `acl-${technicalID}`;
@@ -27,9 +26,7 @@ function sniPatch(port: number, sni: string, filterName: string, statPrefix: str
   };
 }
 
-/** A patch of a per-shoot EnvoyFilter: an RBAC filter, or part of a tunnel hop. */
-export type ShootPatch = ConfigPatch | HopPatch;
-export type ShootEnvoyFilter = GeneratedEnvoyFilter<ShootPatch>;
+export type ShootEnvoyFilter = GeneratedEnvoyFilter;
 
 interface NamespacePatches {
   readonly gateway: GatewayWorkload;
@@ -39,8 +36,8 @@ interface NamespacePatches {
 /**
  * The per-shoot EnvoyFilters (one per gateway namespace the shoot has chains on): a network
  * RBAC filter first in every SNI chain of the shoot, and in the seed's shared observability
- * chain a filter that only looks at the shoot's own host names. With tunnelRevocation hop, also
- * `acl-<id>-hop` with the shoot's tunnel hops, on every gateway of the seed.
+ * chain a filter that only looks at the shoot's own host names. (Its tunnel hop chains are
+ * seed-wide objects: shared-tunnel-hop.ts.)
  */
 export function buildShootEnvoyFilters(shoot: ShootAcl, seed: SeedAcl): ShootEnvoyFilter[] {
   const identity = parseTechnicalID(shoot.technicalID);
@@ -75,7 +72,7 @@ export function buildShootEnvoyFilters(shoot: ShootAcl, seed: SeedAcl): ShootEnv
     }, shoot.rule.mode));
   }
 
-  const own: ShootEnvoyFilter[] = [...byNamespace.entries()]
+  return [...byNamespace.entries()]
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([namespace, { gateway, patches }]) => ({
       apiVersion: 'networking.istio.io/v1alpha3',
@@ -87,32 +84,13 @@ export function buildShootEnvoyFilters(shoot: ShootAcl, seed: SeedAcl): ShootEnv
       },
       spec: { workloadSelector: { labels: gateway.selector }, configPatches: patches },
     }));
-  return seed.operator.tunnelRevocation === 'hop' ? [...own, ...tunnelHopFilters(shoot, seed.gateways)] : own;
-}
-
-/** Not `acl-<id>-hop`: that is the SNI filter's name of a shoot called `<name>-hop`. Technical IDs start with `shoot-`, so no `acl-<id>` is `acl-hop-…`. */
-export function tunnelHopFilterName(technicalID: string): string {
-  return `acl-hop-${technicalID}`;
 }
 
 /**
- * The shoot's tunnel hops, an object of their own on every gateway (before Gardener 1.143 every
- * gateway has the shoot's VPN clusters). Apart from the SNI filter, an edit of the shoot's rule
- * leaves it alone: Istio keys its cached clusters on the EnvoyFilters that patch clusters, so only
- * a new generation makes it build them again. Applied last (highest priority), so that any other
- * filter matching Gardener's cluster by name still sees that name.
+ * The per-shoot tunnel hops of earlier versions (`tunnelRevocation: hop` before the shared hop):
+ * a ManagedResource someone else deleted with keepObjects leaves them behind, so the shoot's
+ * deletion still removes them by this name. Not `acl-<id>-hop`, the SNI filter of a shoot called `<name>-hop`.
  */
-function tunnelHopFilters(shoot: ShootAcl, gateways: readonly GatewayWorkload[]): ShootEnvoyFilter[] {
-  return [...gateways]
-    .sort((a, b) => a.namespace.localeCompare(b.namespace))
-    .map((gateway) => ({
-      apiVersion: 'networking.istio.io/v1alpha3',
-      kind: 'EnvoyFilter',
-      metadata: {
-        name: tunnelHopFilterName(shoot.technicalID),
-        namespace: gateway.namespace,
-        labels: { [MANAGED_BY_LABEL]: MANAGED_BY, [ROLE_LABEL]: 'tunnel-hop', [SHOOT_LABEL]: shoot.technicalID },
-      },
-      spec: { workloadSelector: { labels: gateway.selector }, priority: TUNNEL_HOP_PRIORITY, configPatches: tunnelHopPatches(shoot.technicalID, shoot.tunnelGeneration ?? 1) },
-    }));
+export function tunnelHopFilterName(technicalID: string): string {
+  return `acl-hop-${technicalID}`;
 }

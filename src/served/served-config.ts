@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { parseTechnicalID } from '../acl/shoot-identity.js';
 import { HTTP_RBAC_TYPE, NETWORK_RBAC_TYPE } from '../rbac/envoy-rbac-types.js';
 import { lookupOf } from '../rbac/connect-matcher.js';
-import { TCP_PROXY_TYPE } from '../rbac/tunnel-hop.js';
+import { TCP_PROXY_TYPE } from '../rbac/shared-tunnel-hop.js';
 
 export const HCM_TYPE = 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
 export const ROUTER_TYPE = 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router';

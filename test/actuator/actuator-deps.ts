@@ -8,7 +8,12 @@ import { testLogger } from '../kube/kube-test-helpers.js';
 
 export const EMPTY_INVENTORY: SeedInventory = { extensions: [], clusters: [], infrastructures: [], dnsRecords: [], gateways: [], deployments: [], services: [], configMaps: [] };
 
-export function testActuator(client: ClusterClient, operator: OperatorConfig, inventory: SeedInventory = EMPTY_INVENTORY): AclActuator {
+export function testActuator(
+  client: ClusterClient,
+  operator: OperatorConfig,
+  inventory: SeedInventory = EMPTY_INVENTORY,
+  tunnelHopMissing: (technicalID: string, generation: number) => readonly string[] = () => [],
+): AclActuator {
   return new AclActuator({
     client,
     operator,
@@ -17,6 +22,7 @@ export function testActuator(client: ClusterClient, operator: OperatorConfig, in
     combinedHolds: () => false,
     combinedChanged: () => undefined,
     combinedProtection: () => ({ uncovered: [], problem: undefined }),
+    tunnelHopMissing,
     awaitCombined: () => undefined,
     warn: async () => undefined,
   });

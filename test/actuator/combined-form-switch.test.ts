@@ -5,6 +5,8 @@
 // changed by another writer counts as not protecting. ECDS: buckets are written before the listener
 // parts that name them and deleted after, an ACL change rewrites one bucket and no listener part,
 // a bucket count change or a removed header never leaves a listener part naming a missing resource.
+// Set here: tunnelRevocation none. The tunnel hop's objects are the same in every form and decide
+// nothing; how the plan carries them is test/rbac/shared-tunnel-hop.test.ts.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { GatewayWorkload } from '../../src/acl/model.js';
@@ -21,7 +23,7 @@ import { ECDS_FETCH_TIMEOUT, buildEcdsConnectObjects } from '../../src/rbac/conn
 import { shardBudget } from '../../src/rbac/combined-connect-filters.js';
 import { DEFAULT_GATEWAY, ZONAL_GATEWAY, cidr, rule } from '../support/test-seed.js';
 
-const base = { ...defaultOperatorConfig(), maxObjectBytes: 16 * 1024 };
+const base = { ...defaultOperatorConfig(), maxObjectBytes: 16 * 1024, tunnelRevocation: 'none' } as const;
 const RULES: OperatorConfig = { ...base, combinedForm: 'rules' };
 const MATCHER: OperatorConfig = { ...base, combinedForm: 'matcher' };
 const ECDS: OperatorConfig = { ...base, combinedForm: 'ecds', ecdsBuckets: 16 };

@@ -3,7 +3,8 @@
 // every gateway and port (add before remove), whatever the shard count does. This file runs the
 // rules form (combinedForm: rules), whose shards come and go with the shoots and whose content the
 // helpers here read; the default form's fixed buckets are replayed write by write in
-// combined-form-switch.test.ts, which covers every form.
+// combined-form-switch.test.ts, which covers every form. Also set here: tunnelRevocation none (the
+// tunnel hop's objects decide nothing; how the plan carries them is test/rbac/shared-tunnel-hop.test.ts).
 import type { PolicyEntry } from '../../src/rbac/filter-values.js';
 import { describe, expect, it } from 'vitest';
 import type { GatewayWorkload } from '../../src/acl/model.js';
@@ -18,7 +19,7 @@ import { testLogger } from '../kube/kube-test-helpers.js';
 import { keyOf, replayPlan, type Store } from '../support/write-plan-replay.js';
 import { DEFAULT_GATEWAY, ZONAL_GATEWAY, cidr, rule } from '../support/test-seed.js';
 
-const operator: OperatorConfig = { ...defaultOperatorConfig(), combinedForm: 'rules', maxObjectBytes: 16 * 1024 };
+const operator: OperatorConfig = { ...defaultOperatorConfig(), combinedForm: 'rules', maxObjectBytes: 16 * 1024, tunnelRevocation: 'none' };
 const GATEWAYS: GatewayWorkload[] = [DEFAULT_GATEWAY, ZONAL_GATEWAY];
 const ALWAYS = ['10.96.0.0/11', '10.180.0.0/16', '10.250.0.0/16', '198.51.100.1/32'].map(cidr);
 

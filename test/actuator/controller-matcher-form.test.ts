@@ -13,13 +13,10 @@ import { ecdsBucketObjectName, ecdsBucketOf, ecdsListenerObjectName, parseEcdsBu
 import { parseConnectFilterName } from '../../src/rbac/combined-connect-filters.js';
 import { listAll } from '../../src/kube/list-watch.js';
 import { deleteObject, getObject, mergePatch, type ObjectRef } from '../../src/kube/objects-client.js';
-import { MANAGED_RESOURCE_NAME } from '../../src/actuator/managed-resource.js';
 import type { ControlPlane } from '../kube/control-plane.js';
 import { eventually, sleep, startWithCRDs } from '../kube/kube-test-helpers.js';
 import { refuseWrites } from '../support/refusing-policy.js';
-import { parseAllDocuments } from 'yaml';
-import { tunnelHopFilterName } from '../../src/rbac/shoot-envoy-filters.js';
-import { TUNNEL_HOP_PRIORITY } from '../../src/rbac/tunnel-hop.js';
+import { SHARED_HOP_ENTRY_OBJECT, SHARED_HOP_PRIORITY, SHARED_HOP_SHARDS, isSharedHopObjectName, sharedHopObjectName, sharedHopShard, storedHopChains } from '../../src/rbac/shared-tunnel-hop.js';
 import { DEFAULT_GW, ZONAL_GW, allowRule, createSeed, denyRule, startTestController, technicalID, type ShootFixture } from './seed-fixture.js';
 import { startResourceManager, type ResourceManager } from '../support/gardener-resource-manager.js';
 
@@ -156,42 +153,40 @@ describe('controller with the matcher form on a real kube-apiserver', () => {
     await eventually('ECDS delivery stored', () => ecdsStored(), 60_000);
   }, 90_000);
 
-  /** The per-shoot EnvoyFilters the shoot's ManagedResource carries (its Secret's manifest). */
-  const manifestOf = async (s: ShootFixture): Promise<string> => {
-    const mr = await getObject(cp.kubeConfig, { apiVersion: 'resources.gardener.cloud/v1alpha1', kind: 'ManagedResource', name: MANAGED_RESOURCE_NAME, namespace: technicalID(s) });
-    const secret = ((mr?.['spec'] as { secretRefs?: { name: string }[] } | undefined)?.secretRefs?.[0] ?? { name: '' }).name;
-    const stored = await getObject(cp.kubeConfig, { apiVersion: 'v1', kind: 'Secret', name: secret, namespace: technicalID(s) });
-    return Buffer.from(String((stored?.['data'] as Record<string, string> | undefined)?.['envoyfilters.yaml'] ?? ''), 'base64').toString();
+  /** The shoot's tunnel hop chain is stored at `generation` on both gateways. */
+  const hopsAt = async (s: ShootFixture, generation: number) => {
+    const stored = await combined();
+    return [DEFAULT_GW.namespace, ZONAL_GW.namespace].every((ns) => storedHopChains(stored.filter((f) => f.metadata.namespace === ns)).get(technicalID(s)) === generation);
   };
-  const generationsIn = (manifest: string): number[] => [...manifest.matchAll(/tunnelGeneration: (\d+)/g)].map((m) => Number(m[1]));
-  /** Three VPN services, each a hop listener, on both gateways: six, all of `generation` (a manifest read mid-switch has none). */
-  const hopsAt = async (s: ShootFixture, generation: number) => generationsIn(await manifestOf(s)).join() === Array(6).fill(generation).join();
   const tunnelState = async (s: ShootFixture) =>
-    ((await getObject(cp.kubeConfig, extRef(s))) as { status?: { state?: { tunnels?: { generation: number }; gatewayNamespaces?: string[]; hopNamespaces?: string[] } } } | undefined)?.status?.state;
+    ((await getObject(cp.kubeConfig, extRef(s))) as { status?: { state?: { tunnels?: { generation: number }; gatewayNamespaces?: string[] } } } | undefined)?.status?.state;
   const setRule = (s: ShootFixture, providerConfig: unknown) =>
     mergePatch(cp.kubeConfig, extRef(s), { metadata: { annotations: { 'gardener.cloud/operation': 'reconcile' } }, spec: { providerConfig } });
   /** The stored bucket that holds A on the default gateway, as text. */
   const bucketOfA = async () => JSON.stringify((await combined()).find((f) => f.metadata.namespace === DEFAULT_GW.namespace && f.metadata.name === ecdsBucketObjectName(ecdsBucketOf(technicalID(A), ECDS.ecdsBuckets))));
 
-  it('tunnelRevocation hop: the hops on every gateway; a tightening raises the generation only once the stored buckets hold it; a loosening does not', async () => {
+  it('tunnelRevocation hop (the default): the shared hop on every gateway; a tightening raises the generation only once the stored buckets hold it, Succeeded once the hop holds it; a loosening does not raise', async () => {
     await controller?.stop();
-    controller = await startTestController(cp.kubeConfig, { operator: { ...ECDS, tunnelRevocation: 'hop' } });
-    // Three VPN services, each a door cluster and a hop listener of generation 1, on both gateways.
-    await eventually('hops of generation 1', () => hopsAt(A, 1), 60_000);
-    const hopObjects = parseAllDocuments(await manifestOf(A))
-      .map((d) => d.toJS() as { metadata: { name: string; namespace: string }; spec: { priority?: number; configPatches: unknown[] } })
-      .filter((o) => o.metadata.name === tunnelHopFilterName(technicalID(A)));
-    expect(hopObjects.map((o) => [o.metadata.namespace, o.spec.priority, o.spec.configPatches.length])).toEqual(
-      [DEFAULT_GW.namespace, ZONAL_GW.namespace].sort().map((ns) => [ns, TUNNEL_HOP_PRIORITY, 9]),
-    );
+    controller = await startTestController(cp.kubeConfig, { operator: ECDS });
+    expect(ECDS.tunnelRevocation).toBe('hop');
+    // Every shard and the entry on both gateways, the shoot's chain in its shard at the generation
+    // recorded when it turns Succeeded (1, or 2 where its first ACL was recorded before the filters
+    // were stored: a tunnel may have been admitted without it in between).
     await succeeded(A);
-    expect((await tunnelState(A))?.tunnels?.generation).toBe(1);
-    // Where delete and migrate find the hops; the SNI namespaces (legacy filters are nudged there) stay as they were.
-    expect((await tunnelState(A))?.hopNamespaces).toEqual([DEFAULT_GW.namespace, ZONAL_GW.namespace].sort());
+    await settled();
+    const g0 = (await tunnelState(A))?.tunnels?.generation ?? 0;
+    expect(g0).toBeGreaterThanOrEqual(1);
+    expect(await hopsAt(A, g0)).toBe(true);
+    const hopObjects = (await combined()).filter((f) => isSharedHopObjectName(f.metadata.name)) as unknown as { metadata: { name: string; namespace: string }; spec: { priority?: number } }[];
+    const names = [SHARED_HOP_ENTRY_OBJECT, ...Array.from({ length: SHARED_HOP_SHARDS }, (_, k) => sharedHopObjectName(k))].sort();
+    expect(hopObjects.map((o) => `${o.metadata.namespace}/${o.metadata.name}/${o.spec.priority}`).sort()).toEqual(
+      [DEFAULT_GW.namespace, ZONAL_GW.namespace].flatMap((ns) => names.map((n) => `${ns}/${n}/${SHARED_HOP_PRIORITY}`)).sort(),
+    );
+    expect(JSON.stringify(hopObjects.find((o) => o.metadata.name === sharedHopObjectName(sharedHopShard(technicalID(A)))))).toContain(`"${technicalID(A)}/${g0}"`);
     expect((await tunnelState(A))?.gatewayNamespaces).toEqual([DEFAULT_GW.namespace]);
 
     // While the API server refuses the CONNECT filters' writes, the tightened ACL is recorded but the
-    // hops stay at generation 1: closed tunnels would reconnect under the old filters.
+    // generation stays: closed tunnels would reconnect under the old filters.
     const removePolicy = await refuseWrites(
       cp.kubeConfig,
       'refuse-combined',
@@ -205,27 +200,29 @@ describe('controller with the matcher form on a real kube-apiserver', () => {
         return e?.status?.state?.applied?.rule.cidrs.join() === '203.0.113.0/25' && (e.status.lastError?.description ?? '').includes('combined filters are frozen by the test');
       }, 60_000);
       expect(await bucketOfA()).not.toContain('"address_prefix":"203.0.113.0","prefix_len":25');
-      expect(await hopsAt(A, 1)).toBe(true);
-      expect((await tunnelState(A))?.tunnels?.generation).toBe(1);
+      expect(await hopsAt(A, g0)).toBe(true);
+      expect((await tunnelState(A))?.tunnels?.generation).toBe(g0);
     } finally {
       await removePolicy();
     }
-    await eventually('hops of generation 2', () => hopsAt(A, 2), 60_000);
+    await eventually('the hop one generation up', () => hopsAt(A, g0 + 1), 60_000);
     expect(await bucketOfA()).toContain('"address_prefix":"203.0.113.0","prefix_len":25');
     await succeeded(A);
     await settled();
-    expect((await tunnelState(A))?.tunnels?.generation).toBe(2);
+    expect((await tunnelState(A))?.tunnels?.generation).toBe(g0 + 1);
 
     await setRule(A, allowRule('203.0.113.0/25', '198.18.0.0/15'));
     await eventually('loosened ACL stored', async () => (await bucketOfA()).includes('"address_prefix":"198.18.0.0","prefix_len":15'), 60_000);
     await succeeded(A);
     await settled();
-    expect(await hopsAt(A, 2)).toBe(true);
-    expect((await tunnelState(A))?.tunnels?.generation).toBe(2);
+    expect(await hopsAt(A, g0 + 1)).toBe(true);
+    expect((await tunnelState(A))?.tunnels?.generation).toBe(g0 + 1);
 
     // Back to the narrower rule: tunnels opened under the looser one must go.
     await setRule(A, allowRule('203.0.113.0/25'));
-    await eventually('hops of generation 3', () => hopsAt(A, 3), 60_000);
+    await eventually('the hop two generations up', () => hopsAt(A, g0 + 2), 60_000);
     await succeeded(A);
+    // Succeeded means the hop holds the raised generation on every gateway.
+    expect(await hopsAt(A, g0 + 2)).toBe(true);
   }, 240_000);
 });

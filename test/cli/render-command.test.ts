@@ -1,4 +1,5 @@
 // `gardener-acl render` as a process: exit codes, stdout and the exact error text.
+import { SHARED_HOP_ENTRY_OBJECT, SHARED_HOP_SHARDS, sharedHopObjectName } from '../../src/rbac/shared-tunnel-hop.js';
 import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
 import { ecdsBucketObjectName } from '../../src/rbac/connect-matcher-ecds.js';
 import { execFile } from 'node:child_process';
@@ -89,9 +90,11 @@ describe('gardener-acl render', () => {
     expect(code).toBe(0);
     const list = JSON.parse(stdout) as { kind: string; items: { metadata: { name: string } }[] };
     expect(list.kind).toBe('List');
-    // The default form: per port the listener part, and every bucket (empty ones too: the listeners name them).
+    // The default form: per port the listener part, and every bucket (empty ones too: the listeners
+    // name them); then the tunnel hop: every shard (the entry may send any VPN tunnel to each), its entry.
     const buckets = Array.from({ length: defaultOperatorConfig().ecdsBuckets }, (_, b) => ecdsBucketObjectName(b));
-    expect(list.items.map((i) => i.metadata.name)).toEqual(['acl-connect-8132-ecds', 'acl-connect-8443-ecds', ...buckets]);
+    const hopShards = Array.from({ length: SHARED_HOP_SHARDS }, (_, k) => sharedHopObjectName(k));
+    expect(list.items.map((i) => i.metadata.name)).toEqual(['acl-connect-8132-ecds', 'acl-connect-8443-ecds', ...buckets, ...hopShards, SHARED_HOP_ENTRY_OBJECT]);
   });
 
   it('exits 2 naming file, object and field for an invalid rule', async () => {

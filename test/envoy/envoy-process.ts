@@ -145,8 +145,9 @@ function toBoundAddress(address: z.infer<typeof socketAddressSchema> | undefined
   return { host: socket.address, port: socket.port_value, family: socket.address.includes(':') ? 6 : 4 };
 }
 
+/** Names of the listeners that bind an address (an internal listener binds none: nothing to wait for). */
 function listenerNames(listeners: JsonObject[]): string[] {
-  return listeners.map((listener) => {
+  return listeners.filter((listener) => listener['internal_listener'] === undefined).map((listener) => {
     const name = getString(listener, 'name');
     if (name === undefined) throw new Error('every listener needs a name (the harness looks ports up by name)');
     return name;
@@ -239,7 +240,8 @@ class RunningEnvoy implements EnvoyInstance {
 
   /** Every expected listener bound and nothing warming: only then do connections reach the new config. */
   private async waitForListeners(timeoutMs: number): Promise<void> {
-    await pollUntil(`listeners ${this.expectedListeners.join(', ')} to be bound`, timeoutMs, async () => {
+    // Envoy's log says why a listener is missing (an update it rejected); a bare timeout does not.
+    const waited = pollUntil(`listeners ${this.expectedListeners.join(', ')} to be bound`, timeoutMs, async () => {
       this.failIfExited('binding listeners');
       const bound = await this.listenerAddresses();
       if (!this.expectedListeners.every((name) => (bound.get(name)?.length ?? 0) > 0)) return undefined;
@@ -247,6 +249,9 @@ class RunningEnvoy implements EnvoyInstance {
         'listener_manager.total_listeners_warming',
       );
       return warming === 0 ? true : undefined;
+    });
+    await waited.catch((error: unknown) => {
+      throw new Error(`${error instanceof Error ? error.message : String(error)}\nEnvoy's log (tail):\n${this.log.all().slice(-4_000)}`);
     });
   }
 

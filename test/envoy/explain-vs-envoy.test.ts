@@ -178,7 +178,7 @@ describe.each(COMBINED_FORMS)('gardener-acl explain equals the real Envoy on the
     expect(compared.connect).toBeGreaterThan(300);
   });
 
-  it('concrete CONNECT requests (--header): several shoots at once, case variants, the socket form, repeats: explain’s verdict is Envoy’s', async () => {
+  it('concrete CONNECT requests (--header): several shoots at once, case variants, the socket form, repeats, two VPN servers: explain’s verdict is Envoy’s', async () => {
     const [a, b, c] = ['shoot--team--prod', 'shoot--team--prod-eu', 'shoot--web--shop'];
     const headerSets: [string, string][][] = [
       [['X-Gardener-Destination', socket(a!)]],
@@ -187,6 +187,9 @@ describe.each(COMBINED_FORMS)('gardener-acl explain equals the real Envoy on the
       [['X-Gardener-Destination', `${kapi(c!)},${socket(b!)}`]],
       [['X-Gardener-Destination', kapi(c!)], ['x-gardener-destination', kapi(a!)]],
       [['X-Gardener-Destination', `outbound|443||kube-apiserver.${a}x.svc.cluster.local`]],
+      // The tunnel hop (the default): two VPN servers are refused even where both ACLs admit; one named twice is one.
+      [['X-Gardener-Destination', vpn(c!)], ['Reversed-VPN', vpn(a!)]],
+      [['X-Gardener-Destination', vpn(a!)], ['reversed-vpn', vpn(a!)]],
     ];
     const tasks: (() => Promise<string | undefined>)[] = [];
     for (const headers of headerSets) {

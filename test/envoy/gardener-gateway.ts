@@ -44,6 +44,8 @@ export interface GatewayModel {
   labels: Readonly<Record<string, string>>;
   listeners: GatewayListener[];
   clusters: JsonObject[];
+  /** Listeners EnvoyFilters add as they are (the tunnel hop's internal listeners): static, bound to no port. */
+  internalListeners?: JsonObject[];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -327,12 +329,19 @@ export const ISTIO_PROXY_RUNTIME: JsonObject = {
 };
 
 /** An Envoy bootstrap serving these listeners and clusters (admin is added by startEnvoy). */
-export function gatewayBootstrap(gateway: Pick<GatewayModel, 'listeners' | 'clusters'>): JsonObject {
+/** Every listener of the gateway as Envoy takes it: the port listeners, then the internal ones. */
+export function listenerConfigs(gateway: Pick<GatewayModel, 'listeners' | 'internalListeners'>): JsonObject[] {
+  return [...gateway.listeners.map((listener) => listener.config), ...(gateway.internalListeners ?? [])];
+}
+
+export function gatewayBootstrap(gateway: Pick<GatewayModel, 'listeners' | 'clusters' | 'internalListeners'>): JsonObject {
   return {
     static_resources: {
-      listeners: gateway.listeners.map((listener) => listener.config),
+      listeners: listenerConfigs(gateway),
       clusters: gateway.clusters,
     },
     layered_runtime: ISTIO_PROXY_RUNTIME,
+    // As Istio's gateway bootstrap: internal listeners (the tunnel hop's), also those LDS brings later, need it.
+    bootstrap_extensions: [INTERNAL_LISTENER_EXTENSION],
   };
 }

@@ -1,5 +1,6 @@
 // Every RBAC filter the generator emits, on every path, is accepted by a real Envoy
-// (`envoy --mode validate`, strict proto parsing), embedded in a minimal listener of its kind.
+// (`envoy --mode validate`, strict proto parsing), embedded in a minimal listener of its kind; so
+// are the tunnel hop's entry filters, door clusters and internal listeners, as they are.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import jsonpatch from 'fast-json-patch';
@@ -10,7 +11,7 @@ import { buildEcdsConnectObjects } from '../../src/rbac/connect-matcher-ecds.js'
 import { allEnvoyFilters, buildSeedEnvoyFilters } from '../../src/rbac/seed-envoy-filters.js';
 import { testSeed } from '../support/test-seed.js';
 import { validateConfig } from './envoy-process.js';
-import { ISTIO_PROXY_RUNTIME } from './gardener-gateway.js';
+import { INTERNAL_LISTENER_EXTENSION, ISTIO_PROXY_RUNTIME } from './gardener-gateway.js';
 import type { JsonObject } from './json.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -30,12 +31,23 @@ function tcpProxy(): JsonObject {
   return { name: 'envoy.filters.network.tcp_proxy', typed_config: { '@type': TCP_PROXY_TYPE, stat_prefix: 'tcp', cluster: 'upstream' } };
 }
 
-/** Listeners that carry each generated filter where Envoy would run it. */
+/** Clusters the generated objects add (the tunnel hop's doors), by listenersFor. */
+const addedClusters: JsonObject[] = [];
+
+/** Listeners that carry each generated filter where Envoy would run it, and the listeners generated as they are. */
 function listenersFor(filters: readonly { spec: { configPatches: readonly { applyTo: string; patch: { value: unknown } }[] } }[], legacyChains: unknown[][]): JsonObject[] {
   const listeners: JsonObject[] = [];
+  addedClusters.length = 0;
   for (const f of filters) {
     for (const patch of f.spec.configPatches) {
-      if (patch.applyTo === 'NETWORK_FILTER') listeners.push(listener(listeners.length, [patch.patch.value, tcpProxy()]));
+      // Every gateway gets the same doors and hop listeners: one Envoy takes each name once.
+      const name = (patch.patch.value as { name?: unknown }).name;
+      if (patch.applyTo === 'CLUSTER') {
+        if (!addedClusters.some((c) => c['name'] === name)) addedClusters.push(patch.patch.value as JsonObject);
+      } else if (patch.applyTo === 'LISTENER') {
+        if (!listeners.some((l) => l['name'] === name)) listeners.push(patch.patch.value as JsonObject);
+      }
+      else if (patch.applyTo === 'NETWORK_FILTER') listeners.push(listener(listeners.length, [patch.patch.value, tcpProxy()]));
       else
         listeners.push(
           listener(listeners.length, [
@@ -71,11 +83,14 @@ function bootstrap(listeners: JsonObject[], runtime: 'istio' | 'envoy-default' =
     static_resources: {
       listeners,
       clusters: [
+        ...addedClusters,
         loopbackCluster('upstream'),
         loopbackCluster('xds', { typed_extension_protocol_options: { 'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': { '@type': 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions', explicit_http_config: { http2_protocol_options: {} } } } }),
       ],
     },
     ...(runtime === 'istio' ? { layered_runtime: ISTIO_PROXY_RUNTIME } : {}),
+    // As Istio's gateway bootstrap: the tunnel hop's internal listeners need it.
+    bootstrap_extensions: [INTERNAL_LISTENER_EXTENSION],
   };
 }
 

@@ -215,8 +215,20 @@ describe('Istio placement approximation', () => {
       { applyTo: 'HTTP_FILTER', match: { context: 'GATEWAY', proxy: { proxyVersion: '^1\\.2.*' } }, patch: { operation: 'INSERT_FIRST', value: httpRbac('n') } },
     ]);
     expect(() => approximateIstioPlacement(modernGateway, [withProxyMatch])).toThrow(/outside what the Istio approximation handles/);
-    const listenerPatch = envoyFilterObject('listener', [{ applyTo: 'LISTENER', patch: { operation: 'MERGE', value: {} } }]);
-    expect(() => approximateIstioPlacement(modernGateway, [listenerPatch])).toThrow(/applyTo/);
+    const routePatch = envoyFilterObject('route', [{ applyTo: 'ROUTE_CONFIGURATION', patch: { operation: 'MERGE', value: {} } }]);
+    expect(() => approximateIstioPlacement(modernGateway, [routePatch])).toThrow(/applyTo/);
+    // Listeners and clusters are only added (the tunnel hop), as they are and after the gateway's own.
+    const listenerMerge = envoyFilterObject('listener', [{ applyTo: 'LISTENER', patch: { operation: 'MERGE', value: {} } }]);
+    expect(() => approximateIstioPlacement(modernGateway, [listenerMerge])).toThrow(/operation/);
+    const added = approximateIstioPlacement(modernGateway, [
+      envoyFilterObject('added', [
+        { applyTo: 'LISTENER', match: { context: 'GATEWAY' }, patch: { operation: 'ADD', value: { name: 'internal', internal_listener: {} } } },
+        { applyTo: 'CLUSTER', match: { context: 'GATEWAY' }, patch: { operation: 'ADD', value: { name: 'door' } } },
+      ]),
+    ]);
+    expect(added.gateway.internalListeners).toEqual([{ name: 'internal', internal_listener: {} }]);
+    expect(added.gateway.clusters.at(-1)).toEqual({ name: 'door' });
+    expect(added.gateway.listeners.map((l) => l.config)).toEqual(modernGateway.listeners.map((l) => l.config));
   });
 
   it('does not modify its input', () => {

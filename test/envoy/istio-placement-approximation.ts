@@ -12,9 +12,11 @@
 //
 // It is not Istio: patch values are JSON merged without the proto schema; only the oneofs and
 // map fields of the filter types in ONEOFS_BY_TYPE and MAP_FIELDS_BY_TYPE follow proto rules. Anything outside the
-// subset (other applyTo kinds, LISTENER patches, match.proxy, filterClass, FILTER_CHAIN MERGE, ...)
-// throws instead of being silently ignored. EXTENSION_CONFIG patches (ECDS resources) change no
-// listener: they are returned as the resources Envoy would fetch by name. test/istio/approximation-differential.ts compares it
+// subset (other applyTo kinds, LISTENER patches other than ADD, match.proxy, filterClass, FILTER_CHAIN
+// MERGE, ...) throws instead of being silently ignored. EXTENSION_CONFIG patches (ECDS resources)
+// change no listener: they are returned as the resources Envoy would fetch by name. CLUSTER and
+// LISTENER ADDs (the tunnel hop's doors and internal listeners) are appended as they are, after
+// every patch of the gateway's own listeners, so no patch ever sees an added listener. test/istio/approximation-differential.ts compares it
 // with Istio's own code on Gardener-shaped seeds of every era.
 
 import { z } from 'zod';
@@ -58,6 +60,13 @@ const listenerMatchSchema = z.strictObject({
 
 const operationSchema = z.enum(['MERGE', 'ADD', 'REMOVE', 'INSERT_BEFORE', 'INSERT_AFTER', 'INSERT_FIRST', 'REPLACE']);
 
+/** A cluster or listener added as it is (CLUSTER / LISTENER ADD, matched by context only). */
+const addPatchSchema = z.strictObject({
+  applyTo: z.enum(['CLUSTER', 'LISTENER']),
+  match: z.strictObject({ context: z.enum(['ANY', 'GATEWAY']).default('ANY') }).optional(),
+  patch: z.strictObject({ operation: z.literal('ADD'), value: jsonObjectSchema }),
+});
+
 /** An ECDS resource (EXTENSION_CONFIG ADD): no listener changes; Envoy takes it by name through ECDS. */
 const extensionConfigPatchSchema = z.strictObject({
   applyTo: z.literal('EXTENSION_CONFIG'),
@@ -84,7 +93,9 @@ const configPatchSchema = z
  * outside the subset is refused with the error of its own field.
  */
 const anyPatchSchema = z.unknown().transform((patch, ctx) => {
-  const parsed = isJsonObject(patch) && patch['applyTo'] === 'EXTENSION_CONFIG' ? extensionConfigPatchSchema.safeParse(patch) : configPatchSchema.safeParse(patch);
+  const applyTo = isJsonObject(patch) ? patch['applyTo'] : undefined;
+  const schema = applyTo === 'EXTENSION_CONFIG' ? extensionConfigPatchSchema : applyTo === 'CLUSTER' || applyTo === 'LISTENER' ? addPatchSchema : configPatchSchema;
+  const parsed: z.ZodSafeParseResult<AnyPatch> = schema.safeParse(patch);
   if (parsed.success) return parsed.data;
   for (const issue of parsed.error.issues) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
   return z.NEVER;
@@ -107,8 +118,10 @@ const envoyFilterSchema = z.object({
 });
 
 type ConfigPatch = z.infer<typeof configPatchSchema>;
-type AnyPatch = ConfigPatch | z.infer<typeof extensionConfigPatchSchema>;
-const isListenerPatch = (patch: AnyPatch): patch is ConfigPatch => patch.applyTo !== 'EXTENSION_CONFIG';
+type AddPatch = z.infer<typeof addPatchSchema>;
+type AnyPatch = ConfigPatch | z.infer<typeof extensionConfigPatchSchema> | AddPatch;
+const isListenerPatch = (patch: AnyPatch): patch is ConfigPatch => patch.applyTo !== 'EXTENSION_CONFIG' && patch.applyTo !== 'CLUSTER' && patch.applyTo !== 'LISTENER';
+const isAddPatch = (patch: AnyPatch): patch is AddPatch => patch.applyTo === 'CLUSTER' || patch.applyTo === 'LISTENER';
 type ParsedEnvoyFilter = z.infer<typeof envoyFilterSchema>;
 type Operation = z.infer<typeof operationSchema>;
 
@@ -116,7 +129,7 @@ export interface PatchReport {
   /** `namespace/name` of the EnvoyFilter. */
   envoyFilter: string;
   patchIndex: number;
-  applyTo: ConfigPatch['applyTo'];
+  applyTo: ConfigPatch['applyTo'] | AddPatch['applyTo'];
   operation: Operation;
   /** How many times the patch changed something (0 = silent no-op, as in Istio). */
   applications: number;
@@ -132,6 +145,9 @@ export interface PlacementResult {
   /** The ECDS resources (`{name, typed_config}`) the selected EnvoyFilters add, later ones winning by name. */
   extensionConfigs: JsonObject[];
 }
+
+/** Whether a CLUSTER / LISTENER ADD applies: Istio's context GATEWAY and ANY both reach a gateway. */
+const addsToGateway = (patch: AddPatch): boolean => (patch.match?.context ?? 'ANY') === 'ANY' || patch.match?.context === 'GATEWAY';
 
 interface OrderedPatch {
   patch: ConfigPatch;
@@ -167,7 +183,7 @@ function orderedPatches(
   gateway: GatewayModel,
   objects: readonly unknown[],
   rootNamespace: string,
-): { patches: OrderedPatch[]; notSelected: string[]; extensionConfigs: JsonObject[] } {
+): { patches: OrderedPatch[]; notSelected: string[]; extensionConfigs: JsonObject[]; added: { patch: AddPatch; report: PatchReport }[] } {
   const selected: Array<{ filter: ParsedEnvoyFilter; namespace: string }> = [];
   const notSelected: string[] = [];
   objects.forEach((object, index) => {
@@ -191,6 +207,11 @@ function orderedPatches(
   for (const { filter } of selected) {
     for (const patch of filter.spec.configPatches) if (!isListenerPatch(patch)) extensionConfigs.set(getString(patch.patch.value, 'name') ?? '', patch.patch.value);
   }
+  const added = selected.flatMap(({ filter, namespace }) =>
+    filter.spec.configPatches.flatMap((patch, patchIndex) =>
+      isAddPatch(patch) && addsToGateway(patch) ? [{ patch, report: { envoyFilter: `${namespace}/${filter.metadata.name}`, patchIndex, applyTo: patch.applyTo, operation: patch.patch.operation, applications: 1 } }] : [],
+    ),
+  );
   const patches = selected.flatMap(({ filter, namespace }) =>
     filter.spec.configPatches.flatMap((patch, patchIndex) => (!isListenerPatch(patch) ? [] : [{
       patch,
@@ -203,7 +224,7 @@ function orderedPatches(
       },
     }])),
   );
-  return { patches, notSelected, extensionConfigs: [...extensionConfigs.values()] };
+  return { patches, notSelected, extensionConfigs: [...extensionConfigs.values()], added };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -451,9 +472,18 @@ export function approximateIstioPlacement(
   envoyFilters: readonly unknown[],
   options: { rootNamespace?: string } = {},
 ): PlacementResult {
-  const { patches, notSelected, extensionConfigs } = orderedPatches(gateway, envoyFilters, options.rootNamespace ?? ISTIO_ROOT_NAMESPACE);
+  const { patches, notSelected, extensionConfigs, added } = orderedPatches(gateway, envoyFilters, options.rootNamespace ?? ISTIO_ROOT_NAMESPACE);
   const byKind: Record<ConfigPatch['applyTo'], OrderedPatch[]> = { FILTER_CHAIN: [], NETWORK_FILTER: [], HTTP_FILTER: [] };
   for (const entry of patches) byKind[entry.patch.applyTo].push(entry);
   const listeners = gateway.listeners.map((listener) => new ListenerPatcher(byKind, listener).patch());
-  return { gateway: { ...gateway, listeners }, patches: patches.map((entry) => entry.report), notSelected, extensionConfigs };
+  const addedOf = (kind: AddPatch['applyTo']) => added.filter((a) => a.patch.applyTo === kind).map((a) => cloneJson(a.patch.patch.value));
+  const clusters = [...gateway.clusters, ...addedOf('CLUSTER')];
+  const internalListeners = [...(gateway.internalListeners ?? []), ...addedOf('LISTENER')];
+  return {
+    gateway: { ...gateway, listeners, clusters, ...(internalListeners.length > 0 ? { internalListeners } : {}) },
+    // Added clusters and listeners count as applied once (Istio appends them as they are).
+    patches: [...patches.map((entry) => entry.report), ...added.map((a) => a.report)],
+    notSelected,
+    extensionConfigs,
+  };
 }

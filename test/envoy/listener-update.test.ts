@@ -23,7 +23,7 @@ import { EcdsFiles, ecdsReloads } from './ecds-files.js';
 import type { JsonObject } from './json.js';
 import { HeldConnection, connectRequestBytes } from './held-connection.js';
 import { startEnvoy, type BoundAddress, type EnvoyInstance } from './envoy-process.js';
-import { buildGardenerGateway, gatewayBootstrap, gatewayUpstreams, type GardenerGatewaySpec, type GatewayModel } from './gardener-gateway.js';
+import { buildGardenerGateway, gatewayBootstrap, gatewayUpstreams, listenerConfigs, type GardenerGatewaySpec, type GatewayModel } from './gardener-gateway.js';
 import { GARDENER_PORT, HEADER_GARDENER_DESTINATION, HEADER_REVERSED_VPN, TYPE_URL, istioClusterName } from './gardener-shapes.js';
 import { envoyFilterObject, insertFirstHttpFilter } from './hand-written-filters.js';
 import { approximateIstioPlacement } from './istio-placement-approximation.js';
@@ -113,8 +113,7 @@ class DrainingGateway {
 
   /** Hands Envoy the listeners with `envoyFilters` placed; resolves once they are accepted and warm. */
   async apply(envoyFilters: readonly unknown[]): Promise<void> {
-    const listeners = approximateIstioPlacement(this.base, envoyFilters).gateway.listeners;
-    const result = await this.envoy.replaceListeners(listeners.map((listener) => listener.config));
+    const result = await this.envoy.replaceListeners(listenerConfigs(approximateIstioPlacement(this.base, envoyFilters).gateway));
     if (!result.accepted) throw new Error(`Envoy rejected the listener update:\n${result.output}`);
   }
 

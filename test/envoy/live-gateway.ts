@@ -8,6 +8,7 @@ import {
   buildGardenerGateway,
   gatewayBootstrap,
   gatewayUpstreams,
+  listenerConfigs,
   type GardenerGatewaySpec,
   type GatewayModel,
 } from './gardener-gateway.js';
@@ -59,7 +60,7 @@ class RunningGateway implements LiveGateway {
 
   async applyEnvoyFilters(envoyFilters: readonly unknown[]): Promise<ListenerUpdateResult> {
     const placement = servedPlacement(this.baseGateway, envoyFilters);
-    const result = await this.envoy.replaceListeners(placement.gateway.listeners.map((listener) => listener.config));
+    const result = await this.envoy.replaceListeners(listenerConfigs(placement.gateway));
     if (result.accepted) this.placement = placement;
     return result;
   }

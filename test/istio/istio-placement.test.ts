@@ -82,8 +82,9 @@ describe.each(ERA_NAMES)('Istio’s placement of our filters on a Gardener %s se
     const problems = era.connectPorts.flatMap(({ port }) => {
       const want = seed.generated.envoyFilters
         .filter((f) => f.metadata.namespace === namespace)
-        .flatMap((f): readonly { applyTo: string; match?: { context: string; listener?: { portNumber: number } }; patch: { value: { name?: unknown } } }[] => f.spec.configPatches)
-        .filter((p) => p.applyTo === 'HTTP_FILTER' && p.match?.listener?.portNumber === port)
+        .flatMap((f): readonly { applyTo: string; match?: { context: string; listener?: { portNumber: number } }; patch: { operation: string; value: { name?: unknown } } }[] => f.spec.configPatches)
+        // The combined filters go first; the tunnel hop's entry goes in front of the router (below).
+        .filter((p) => p.applyTo === 'HTTP_FILTER' && p.match?.listener?.portNumber === port && p.patch.operation === 'INSERT_FIRST')
         .map((p) => String(p.patch.value.name))
         .sort();
       const chains = filterChains(listenerOnPort(listeners(seed, key), port));
@@ -93,6 +94,19 @@ describe.each(ERA_NAMES)('Istio’s placement of our filters on a Gardener %s se
         return leading.join() === want.join() ? [] : [`${key} ${port} chain ${index}: leading HTTP filters ${leading.join(', ')}, want ${want.join(', ')}`];
       });
     });
+    expect(problems).toEqual([]);
+  });
+
+  it.each(INGRESS_GATEWAYS.map((g) => [g.key] as const))("every protected CONNECT listener of the %s gateway runs the tunnel hop's entry right before the router, after every RBAC filter", (key) => {
+    const problems = era.connectPorts.flatMap(({ port }) =>
+      filterChains(listenerOnPort(listeners(seed, key), port)).flatMap((chain, index) => {
+        const names = httpFilters(chain).map(filterName);
+        const tail = names.slice(-3);
+        const lastRbac = names.findLastIndex((n) => n.startsWith(`${FILTER_NAMES.connect}-`));
+        const ok = tail.join() === ['gardener-acl.hop-entry', 'gardener-acl.hop-remember', 'envoy.filters.http.router'].join() && lastRbac < names.length - 3;
+        return ok ? [] : [`${key} ${port} chain ${index}: HTTP filters ${names.join(', ')}`];
+      }),
+    );
     expect(problems).toEqual([]);
   });
 
@@ -116,7 +130,7 @@ describe.each(ERA_NAMES)('Istio’s placement of our filters on a Gardener %s se
       if (gateway === undefined) return [`${filter.metadata.namespace}/${filter.metadata.name}: no gateway in that namespace`];
       const chains = filterChains(listenerOnPort(listeners(seed, gateway.key), 9443));
       return filter.spec.configPatches.flatMap((patch) => {
-        if (!('match' in patch) || !('listener' in patch.match)) return [];
+        if (!('match' in patch) || !('listener' in patch.match) || patch.match.listener === undefined) return [];
         const filterChain = patch.match.listener.filterChain;
         if (patch.applyTo !== 'NETWORK_FILTER' || !('sni' in filterChain)) return [];
         const chain = chains.find((c) => serverNames(c).includes(filterChain.sni));

@@ -103,6 +103,8 @@ const TYPE = {
   metadataMatcher: 'type.googleapis.com/envoy.extensions.matching.input_matchers.metadata.v3.Metadata',
   ipMatcher: 'type.googleapis.com/xds.type.matcher.v3.IPMatcher',
   rbacAction: 'type.googleapis.com/envoy.config.rbac.v3.Action',
+  lua: 'type.googleapis.com/envoy.extensions.filters.http.lua.v3.Lua',
+  setFilterState: 'type.googleapis.com/envoy.extensions.filters.http.set_filter_state.v3.Config',
 } as const;
 
 /** header_to_metadata's MAX_HEADER_VALUE_LEN. */
@@ -487,6 +489,27 @@ function rbacFilter(where: string, config: JsonRecord, behaviour: EnvoyBehaviour
 // A bucket is named once per protected header, on every port and gateway: compile each stored config once per Envoy.
 const compiled = new WeakMap<object, Map<EnvoyBehaviour, FilterRun>>();
 
+/** The VPN servers of a shoot as a CONNECT names them (the hop entry's reading, README "Revocation"). */
+const VPN_DESTINATION = /^outbound\|1194\|\|vpn-seed-server(?:-[0-4])?\.[a-z0-9-]+\.svc\.cluster\.local$/;
+
+/**
+ * The tunnel hop's entry (the only Lua we write; anything else is not modelled): among the
+ * headers it lists, the first value of each that names a VPN server; two different ones are
+ * refused (403). Otherwise it sends the tunnel through the hop to the same server, which changes
+ * nothing the oracle decides.
+ */
+function tunnelHopEntry(where: string, config: JsonRecord): FilterRun {
+  const source = isRecord(config['default_source_code']) ? config['default_source_code']['inline_string'] : undefined;
+  if (typeof source !== 'string' || !source.startsWith('-- gardener-acl shared tunnel hop entry')) return fail(where, 'a Lua filter other than the tunnel hop entry');
+  const listed = /^local HEADERS = \{ (.*) \}$/m.exec(source)?.[1];
+  if (listed === undefined) return fail(where, 'the tunnel hop entry without its HEADERS');
+  const headers = listed.split(', ').map((h) => JSON.parse(h) as unknown).filter((h): h is string => typeof h === 'string');
+  return (state) => {
+    const destinations = new Set(headers.flatMap((h) => state.values(h).slice(0, 1)).filter((v) => VPN_DESTINATION.test(v)));
+    return destinations.size > 1 ? { kind: 'refused', why: `${where}: the request names two VPN destinations` } : PASSED;
+  };
+}
+
 function typedFilter(where: string, config: unknown, behaviour: EnvoyBehaviour): FilterRun {
   if (!isRecord(config)) return fail(where, `the filter config ${JSON.stringify(config)}`);
   const known = compiled.get(config)?.get(behaviour);
@@ -504,6 +527,11 @@ function compileTypedFilter(where: string, config: JsonRecord, behaviour: EnvoyB
       return headerToMetadata(where, config, behaviour);
     case TYPE.rbac:
       return rbacFilter(where, config, behaviour);
+    case TYPE.lua:
+      return tunnelHopEntry(where, config);
+    case TYPE.setFilterState:
+      // Filter state for the upstream connection (the tunnel hop's chain and destination): no verdict.
+      return () => PASSED;
     default:
       return fail(where, `the filter type ${JSON.stringify(config['@type'])}`);
   }

@@ -46,7 +46,10 @@ export interface ExtensionConfigDefinition {
 }
 
 export interface ConnectChainPlacement {
-  /** Our HTTP filters in the order the listener runs them (before Istio's and Gardener's own). */
+  /**
+   * Our HTTP filters in the order the listener runs them: the INSERT_FIRST ones (before Istio's
+   * and Gardener's own), then those inserted before the router (after them).
+   */
   readonly filters: readonly PlacedHttpFilter[];
   /** ECDS resources by name: every definition of that name, in application order. */
   readonly extensionConfigs: ReadonlyMap<string, readonly ExtensionConfigDefinition[]>;
@@ -59,6 +62,8 @@ function creationTime(metadata: JsonRecord): number {
   if (Number.isNaN(time)) throw new Error(`EnvoyFilter ${String(metadata['name'])}: unparsable creationTimestamp ${JSON.stringify(stamp)}`);
   return time;
 }
+
+const ROUTER = 'envoy.filters.http.router';
 
 function outside(origin: string, what: string): never {
   throw new Error(`${origin}: ${what} is outside the placement the oracle models`);
@@ -74,7 +79,8 @@ function outside(origin: string, what: string): never {
  * what is applied later runs earlier. EXTENSION_CONFIG `ADD` patches define ECDS resources by
  * name (envoyfilter/extension_configuration_patch.go), in the same order. With `gatewayLabels`,
  * objects whose workloadSelector does not select them are left out; without, every object of the
- * namespace counts. Patches we do not write on this path (other ports, network filters, clusters,
+ * namespace counts. An INSERT_BEFORE the router goes right in front of it, so those run last, in
+ * application order. Patches we do not write on this path (other ports, network filters, clusters,
  * listeners) are ignored; HTTP filter patches we never write throw instead of being guessed.
  */
 export function connectChainPlacement(objects: readonly unknown[], where: { readonly namespace: string; readonly port: number; readonly gatewayLabels?: Readonly<Record<string, string>> }): ConnectChainPlacement {
@@ -92,6 +98,7 @@ export function connectChainPlacement(objects: readonly unknown[], where: { read
   });
   selected.sort((a, b) => a.priority - b.priority || a.time - b.time || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const filters: PlacedHttpFilter[] = [];
+  const beforeRouter: PlacedHttpFilter[] = [];
   const extensionConfigs = new Map<string, ExtensionConfigDefinition[]>();
   for (const object of selected) {
     object.patches.forEach((patch, i) => {
@@ -112,10 +119,16 @@ export function connectChainPlacement(objects: readonly unknown[], where: { read
       const chain = isRecord(listener['filterChain']) ? listener['filterChain'] : {};
       const filter = isRecord(chain['filter']) ? chain['filter'] : {};
       if (filter['name'] !== undefined && filter['name'] !== HCM) return;
-      if (listener['name'] !== undefined || Object.keys(chain).some((k) => k !== 'filter') || filter['subFilter'] !== undefined) return outside(origin, `an HTTP_FILTER match ${JSON.stringify(match)}`);
+      if (listener['name'] !== undefined || Object.keys(chain).some((k) => k !== 'filter')) return outside(origin, `an HTTP_FILTER match ${JSON.stringify(match)}`);
+      if (filter['subFilter'] !== undefined) {
+        const sub = isRecord(filter['subFilter']) ? filter['subFilter'] : {};
+        if (sub['name'] !== ROUTER || Object.keys(sub).length !== 1 || operation !== 'INSERT_BEFORE' || !isRecord(value)) return outside(origin, `an HTTP_FILTER ${String(operation)} at ${JSON.stringify(match)}`);
+        beforeRouter.push({ origin, value });
+        return;
+      }
       if (operation !== 'INSERT_FIRST' || !isRecord(value)) return outside(origin, `HTTP_FILTER ${String(operation)}`);
       filters.unshift({ origin, value });
     });
   }
-  return { filters, extensionConfigs };
+  return { filters: [...filters, ...beforeRouter], extensionConfigs };
 }

@@ -11,7 +11,7 @@ import { ecdsBucketOf, ecdsResourceName } from '../../src/rbac/connect-matcher-e
 import { HTTP_RBAC_TYPE, NETWORK_RBAC_TYPE } from '../../src/rbac/envoy-rbac-types.js';
 import { FILTER_NAMES, shootStatPrefix } from '../../src/rbac/filter-values.js';
 import { HCM_TYPE, ROUTER_TYPE, servedGateway } from '../../src/served/served-config.js';
-import { TCP_PROXY_TYPE } from '../../src/rbac/tunnel-hop.js';
+import { TCP_PROXY_TYPE } from '../../src/rbac/shared-tunnel-hop.js';
 import { checkServedProtection } from '../../src/served/served-protection.js';
 
 const NS = 'istio-ingress';
