@@ -450,10 +450,13 @@ export class CombinedSyncer {
     return { uncovered, problem: unplaced ?? this.lastFailure, ...(unplaced !== undefined ? { unplaced } : {}) };
   }
 
-  /** Gateway namespaces whose stored tunnel hop lacks the chain of `technicalID` at `generation`. */
+  /**
+   * Gateway namespaces whose stored tunnel hop lacks the chain of `technicalID` at `generation` or
+   * later (a later one is stored when the Extension read here lags the status it was written from).
+   */
   tunnelHopMissing(technicalID: string, generation: number): string[] {
     const { namespaces, hopChains } = this.storedReading();
-    return namespaces.filter((namespace) => hopChains.get(namespace)?.get(technicalID) !== generation);
+    return namespaces.filter((namespace) => (hopChains.get(namespace)?.get(technicalID) ?? 0) < generation);
   }
 
   /** The shoots among `shoots` that the stored combined filters do not protect as recorded. */

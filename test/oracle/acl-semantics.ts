@@ -119,7 +119,23 @@ export function connectAdmitted(
   protectedHeaders: readonly string[],
   shoots: readonly OracleShoot[],
   reading: TargetReading = 'mentions',
+  tunnelHop = false,
 ): boolean {
   const targeted = reading === 'mentions' ? mentionedShoots(headers, protectedHeaders, shoots) : routablyNamedShoots(headers, protectedHeaders, shoots);
-  return targeted.every((s) => admits(s, client));
+  return targeted.every((s) => admits(s, client)) && !(tunnelHop && namesTwoVpnServers(headers, protectedHeaders));
+}
+
+/**
+ * With the tunnel hop (README "Revocation", `tunnelRevocation: hop`), what the ACL admits is also
+ * refused when the first values of the protected headers (names without case) name two different
+ * VPN servers (`outbound|1194||vpn-seed-server[-0..4].<namespace>.svc.cluster.local`): the hop
+ * forwards to one destination, and the route may take either header.
+ */
+export function namesTwoVpnServers(headers: readonly (readonly [string, string])[], protectedHeaders: readonly string[]): boolean {
+  const vpn = /^outbound\|1194\|\|vpn-seed-server(?:-[0-4])?\.[a-z0-9-]+\.svc\.cluster\.local$/;
+  const firsts = protectedHeaders.flatMap((name) => {
+    const found = headers.find(([n]) => n.toLowerCase() === name.toLowerCase());
+    return found === undefined ? [] : [codecTrimmed(found[1])];
+  });
+  return new Set(firsts.filter((value) => vpn.test(value))).size > 1;
 }

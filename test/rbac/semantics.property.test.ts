@@ -1,5 +1,6 @@
 // Property tests: over random seeds, rules, clients and header combinations, the generated
-// filters decide exactly as DESIGN section 3 says (the oracle), on every path, in every form of the
+// filters decide exactly as DESIGN section 3 says (the oracle; with the tunnel hop of the default,
+// also its refusal of two VPN servers, README "Revocation"), on every path, in every form of the
 // combined CONNECT filters (each against its own reading of "targets S"), as the oracle's model of
 // Envoy 1.37 and 1.40 runs them (test/oracle/envoy-chain-evaluator.ts, calibrated on the real
 // Envoys by test/envoy/oracle-vs-envoy.test.ts). The matcher forms also when damaged as Envoy could
@@ -17,6 +18,7 @@ import { evalRbac } from '../oracle/rbac-evaluator.js';
 import { readingOf } from '../support/decide.js';
 import { affectedPorts, definesEcdsResources, hasMatcher, nameOf, namespaceOf, withoutMatcher } from '../support/damaged-objects.js';
 import { DEFAULT_GATEWAY, ZONAL_GATEWAY, testSeed, type TestShoot } from '../support/test-seed.js';
+import type { SeedAcl } from '../../src/acl/model.js';
 
 // IDs chosen to collide under naive matching: prefixes, project suffixes, a legacy ID whose
 // socket form is a substring of another shoot's. (A legacy and a current ID of the same
@@ -157,6 +159,9 @@ function expectNeutralRunsAgree(runs: readonly { namespace: string; port: number
   }
 }
 
+/** The tunnel hop is on the gateways: the default setting, and some ACL shoot (without one nothing of ours is). */
+const tunnelHopOn = (seed: SeedAcl): boolean => seed.operator.tunnelRevocation === 'hop' && seed.shoots.length > 0;
+
 describe.each(COMBINED_FORMS)('combinedForm %s: the generated CONNECT filters decide as DESIGN section 3 reads "targets S" for the form', (form) => {
   it('every gateway, every protected port, Envoy 1.37 and 1.40, any header combination, adversarial headers and bytes', () => {
     fc.assert(
@@ -164,7 +169,7 @@ describe.each(COMBINED_FORMS)('combinedForm %s: the generated CONNECT filters de
         const { seed, oracle } = buildCase(shoots, form);
         expect(seed.operator.combinedForm).toBe(form);
         const objects = allEnvoyFilters(buildSeedEnvoyFilters(seed));
-        const expected = connectAdmitted(headers, { remote, direct }, seed.operator.protectedHeaders, oracle, readingOf(form));
+        const expected = connectAdmitted(headers, { remote, direct }, seed.operator.protectedHeaders, oracle, readingOf(form), tunnelHopOn(seed));
         const runs = chainsOf(objects, seed.gateways.map((g) => g.namespace), seed.operator.protectedPorts).map(({ namespace, port, chain }) => ({ namespace, port, chain, run: chain.run({ headers, remote, direct }) }));
         for (const { namespace, port, chain, run } of runs) {
           expect(run.outcome.kind === 'passed', `${namespace}:${port} Envoy ${chain.behaviour.version} ${JSON.stringify(headers)}: ${JSON.stringify(run.outcome)}`).toBe(expected);
@@ -197,7 +202,7 @@ describe.each(MATCHER_FORMS)('combinedForm %s, damaged as Envoy could see it', (
         const reached = (namespace: string, port: number): boolean =>
           damage === 'matcher dropped everywhere' ? objects.some((o) => hasMatcher(o) && namespaceOf(o) === namespace && affectedPorts(o, seed.operator.protectedPorts).includes(port)) : namespaceOf(victim) === namespace && affectedPorts(victim, seed.operator.protectedPorts).includes(port);
         const { protectedHeaders } = seed.operator;
-        const intact = connectAdmitted(headers, { remote, direct }, protectedHeaders, oracle, 'routable');
+        const intact = connectAdmitted(headers, { remote, direct }, protectedHeaders, oracle, 'routable', tunnelHopOn(seed));
         const namesNone = everyRoutablyNamedShoot(headers, protectedHeaders).length === 0;
         const runs = chainsOf(damaged, seed.gateways.map((g) => g.namespace), seed.operator.protectedPorts).map(({ namespace, port, chain }) => ({ namespace, port, chain, run: chain.run({ headers, remote, direct }) }));
         for (const { namespace, port, chain, run } of runs) {
