@@ -1,6 +1,7 @@
 // `gardener-acl explain`: which verdict each path into a shoot's control plane gives one client,
 // and why, stated from the ACL model by DESIGN section 3 (not read back from the generated RBAC),
 // so that a test can hold it against what the real Envoy decides.
+import { tunnelHopServed } from '../rbac/seed-envoy-filters.js';
 import { vpnDestinationsNamed } from '../rbac/shared-tunnel-hop.js';
 import { cidrContainsAddress, formatAddress, formatCidr, parseIpv4, parseIpv6, type Cidr, type IpFamily } from '../acl/cidr.js';
 import type { SeedAcl, ShootAcl } from '../acl/model.js';
@@ -208,7 +209,7 @@ function connectVerdicts(req: ExplainRequest, shoot: ShootAcl | undefined, direc
     verdict = decided({ admitted: parts.every((p) => p.d.admitted), admittedByRule: parts.every((p) => p.d.admittedByRule) });
     reason = parts.length === 0 ? `${prefix}no protected header mentions a shoot with an ACL` : `${prefix}${parts.map((p) => p.text).join('; ')}${parts.length > 1 ? ' (every targeted shoot must admit)' : ''}`;
     // After the ACL filters, the tunnel hop's entry refuses a request naming two VPN servers (README "Revocation").
-    const vpn = seed.operator.tunnelRevocation === 'hop' && seed.shoots.length > 0 ? vpnDestinationsNamed(req.headers, protectedHeaders) : [];
+    const vpn = tunnelHopServed(seed) ? vpnDestinationsNamed(req.headers, protectedHeaders) : [];
     if (verdict.verdict === 'admitted' && vpn.length > 1) {
       verdict = { verdict: 'refused' };
       reason = `${reason}; the tunnel hop refuses it: the protected headers name two VPN servers (${vpn.join(', ')})`;

@@ -16,9 +16,14 @@ function matcherFormObjects(seed: SeedAcl, shoots: SeedAcl['shoots']): AnyGenera
   return undefined;
 }
 
-/** With tunnelRevocation hop: the shared hop of every gateway (no ACL shoot: nothing of ours on the gateways). */
+/** Whether the gateways run the shared tunnel hop: tunnelRevocation hop and some ACL shoot (without one nothing of ours is there). */
+export function tunnelHopServed(seed: Pick<SeedAcl, 'operator' | 'shoots'>): boolean {
+  return seed.operator.tunnelRevocation === 'hop' && seed.shoots.length > 0;
+}
+
+/** With tunnelRevocation hop: the shared hop of every gateway. */
 function tunnelHopObjects(seed: SeedAcl, shoots: SeedAcl['shoots']): SharedHopObject[] {
-  if (seed.operator.tunnelRevocation !== 'hop' || shoots.length === 0) return [];
+  if (!tunnelHopServed({ operator: seed.operator, shoots })) return [];
   return [...seed.gateways].sort((a, b) => a.namespace.localeCompare(b.namespace)).flatMap((gateway) => sharedHopObjects(gateway, seed.operator, shoots));
 }
 

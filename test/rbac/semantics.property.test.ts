@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { formatAddress } from '../../src/acl/cidr.js';
 import { COMBINED_FORMS, type CombinedFormName } from '../../src/acl/operator-config.js';
-import { buildSeedEnvoyFilters, allEnvoyFilters, type AnyGeneratedEnvoyFilter } from '../../src/rbac/seed-envoy-filters.js';
+import { buildSeedEnvoyFilters, allEnvoyFilters, tunnelHopServed, type AnyGeneratedEnvoyFilter } from '../../src/rbac/seed-envoy-filters.js';
 import { admits, codecTrimmed, connectAdmitted, routedTarget } from '../oracle/acl-semantics.js';
 import type { Address } from '../oracle/addresses.js';
 import { ENVOY_BEHAVIOURS, EnvoyConnectChain, type ChainRun } from '../oracle/envoy-chain-evaluator.js';
@@ -18,7 +18,6 @@ import { evalRbac } from '../oracle/rbac-evaluator.js';
 import { readingOf } from '../support/decide.js';
 import { affectedPorts, definesEcdsResources, hasMatcher, nameOf, namespaceOf, withoutMatcher } from '../support/damaged-objects.js';
 import { DEFAULT_GATEWAY, ZONAL_GATEWAY, testSeed, type TestShoot } from '../support/test-seed.js';
-import type { SeedAcl } from '../../src/acl/model.js';
 
 // IDs chosen to collide under naive matching: prefixes, project suffixes, a legacy ID whose
 // socket form is a substring of another shoot's. (A legacy and a current ID of the same
@@ -159,9 +158,6 @@ function expectNeutralRunsAgree(runs: readonly { namespace: string; port: number
   }
 }
 
-/** The tunnel hop is on the gateways: the default setting, and some ACL shoot (without one nothing of ours is). */
-const tunnelHopOn = (seed: SeedAcl): boolean => seed.operator.tunnelRevocation === 'hop' && seed.shoots.length > 0;
-
 describe.each(COMBINED_FORMS)('combinedForm %s: the generated CONNECT filters decide as DESIGN section 3 reads "targets S" for the form', (form) => {
   it('every gateway, every protected port, Envoy 1.37 and 1.40, any header combination, adversarial headers and bytes', () => {
     fc.assert(
@@ -169,7 +165,7 @@ describe.each(COMBINED_FORMS)('combinedForm %s: the generated CONNECT filters de
         const { seed, oracle } = buildCase(shoots, form);
         expect(seed.operator.combinedForm).toBe(form);
         const objects = allEnvoyFilters(buildSeedEnvoyFilters(seed));
-        const expected = connectAdmitted(headers, { remote, direct }, seed.operator.protectedHeaders, oracle, readingOf(form), tunnelHopOn(seed));
+        const expected = connectAdmitted(headers, { remote, direct }, seed.operator.protectedHeaders, oracle, readingOf(form), tunnelHopServed(seed));
         const runs = chainsOf(objects, seed.gateways.map((g) => g.namespace), seed.operator.protectedPorts).map(({ namespace, port, chain }) => ({ namespace, port, chain, run: chain.run({ headers, remote, direct }) }));
         for (const { namespace, port, chain, run } of runs) {
           expect(run.outcome.kind === 'passed', `${namespace}:${port} Envoy ${chain.behaviour.version} ${JSON.stringify(headers)}: ${JSON.stringify(run.outcome)}`).toBe(expected);
@@ -202,7 +198,7 @@ describe.each(MATCHER_FORMS)('combinedForm %s, damaged as Envoy could see it', (
         const reached = (namespace: string, port: number): boolean =>
           damage === 'matcher dropped everywhere' ? objects.some((o) => hasMatcher(o) && namespaceOf(o) === namespace && affectedPorts(o, seed.operator.protectedPorts).includes(port)) : namespaceOf(victim) === namespace && affectedPorts(victim, seed.operator.protectedPorts).includes(port);
         const { protectedHeaders } = seed.operator;
-        const intact = connectAdmitted(headers, { remote, direct }, protectedHeaders, oracle, 'routable', tunnelHopOn(seed));
+        const intact = connectAdmitted(headers, { remote, direct }, protectedHeaders, oracle, 'routable', tunnelHopServed(seed));
         const namesNone = everyRoutablyNamedShoot(headers, protectedHeaders).length === 0;
         const runs = chainsOf(damaged, seed.gateways.map((g) => g.namespace), seed.operator.protectedPorts).map(({ namespace, port, chain }) => ({ namespace, port, chain, run: chain.run({ headers, remote, direct }) }));
         for (const { namespace, port, chain, run } of runs) {
