@@ -42,6 +42,12 @@ export interface AclActuatorDeps {
   readonly tunnelHopMissing: (technicalID: string, generation: number) => readonly string[];
   /** A Warning Event on the Extension: admitted, but the owner should know. */
   readonly warn: (ext: Extension, reason: string, message: string, once?: boolean) => Promise<void>;
+  /**
+   * True when an informer has listed objects of this kind and holds none at `ref`: a live GET
+   * would only confirm the absence, and one created later brings the shoot back through the
+   * watch. False whenever the caches cannot tell (not listed yet, a kind not cached).
+   */
+  readonly surelyAbsent?: (ref: ObjectRef) => boolean;
 }
 
 /** Names Gardener gave its per-shoot EnvoyFilter for the legacy apiserver-proxy port over the releases. */
@@ -167,7 +173,7 @@ export class AclActuator implements Actuator {
       };
     }
     // Add before remove: only now may the reference extension's filters of this shoot go.
-    if (await retireReferenceManagedResource(this.deps.client, ext.metadata.namespace)) {
+    if (await retireReferenceManagedResource(this.deps.client, ext.metadata.namespace, this.deps.surelyAbsent)) {
       log.info('deleted the reference extension’s ManagedResource acl-seed; this controller protects the shoot');
     }
     return { kind: 'done', state };
@@ -241,6 +247,9 @@ export class AclActuator implements Actuator {
     for (const namespace of gatewayNamespaces) {
       for (const name of legacyProxyFilterNames(technicalID)) {
         const ref: ObjectRef = { apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name, namespace };
+        // Gardener ≥ 1.123 writes none of them: the cache answers, no GET per gateway and name.
+        if (this.deps.surelyAbsent?.(ref)) continue;
+        // Read live: the webhook's admission (not the cache) decides what the write below must fix.
         const stored = await this.deps.client.get(ref);
         if (!stored) continue;
         const toDo = (filter: unknown) => legacyProxyPatch(filter, (id) => (id === technicalID ? expected : undefined), this.deps.operator.legacyProxyPort);
@@ -286,7 +295,7 @@ export class AclActuator implements Actuator {
       this.deps.combinedChanged();
       return { kind: 'pending', reason: 'waiting for the combined CONNECT filters to drop this shoot' };
     }
-    await retireReferenceManagedResource(client, namespace);
+    await retireReferenceManagedResource(client, namespace, this.deps.surelyAbsent);
     const recorded = stateSchema.safeParse(ext.status?.['state'] ?? {});
     const gatewayNamespaces = recorded.success ? recorded.data.gatewayNamespaces : [];
     // A ManagedResource someone else deleted kept its filters (keepObjects): they go now, wherever

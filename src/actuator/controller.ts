@@ -28,7 +28,8 @@ import {
   type Infrastructure,
   type Service,
 } from '../gardener/objects.js';
-import { PolicyInterner, cachedCluster, cachedDnsRecord, cachedExtension, cachedInfrastructure, cachedPod, identityOnly, withoutFieldManagement } from '../gardener/cached-views.js';
+import { PolicyInterner, cachedCluster, cachedDeployment, cachedDnsRecord, cachedExtension, cachedInfrastructure, cachedPod, cachedService, identityOnly, withoutFieldManagement } from '../gardener/cached-views.js';
+import { jsonEqual } from '../rbac/deep-equal.js';
 import { WATCHED, type WatchedResource } from '../gardener/watched-resources.js';
 import { EXTENSION_TYPE, seedAclFromInventory, seedGatewayWorkloads, shootInventoryNamespaces, type SeedInventory } from '../gardener/seed-acl.js';
 import type { SeedAcl } from '../acl/model.js';
@@ -50,8 +51,9 @@ import { ExtensionReconciler } from './extension-reconciler.js';
 import { hasShootClass, shootNeedsForceDeletion, skipReason } from './handled-extensions.js';
 import { appliedFromState } from './applied-state.js';
 import { CONTROL_PLANE_HEALTHY } from './health-condition.js';
-import { REFERENCE_FINALIZER, retireReferenceWebhook } from './reference-extension.js';
+import { REFERENCE_FINALIZER, REFERENCE_MANAGED_RESOURCE, retireReferenceWebhook } from './reference-extension.js';
 import { recordWarningEvent } from './events.js';
+import { gardenletWaits } from './extension-contract.js';
 
 export const COMBINED_KEY = 'combined';
 
@@ -127,6 +129,7 @@ export class AclController {
     envoyFilters: ResilientInformer<EnvoyFilterObject>;
     legacyFilters: ResilientInformer<KubeObjectJson>;
     managedResources: ResilientInformer<KubeObjectJson>;
+    referenceManagedResources: ResilientInformer<KubeObjectJson>;
   };
   private readonly reconciler: ExtensionReconciler;
   private readonly combined: CombinedSyncer;
@@ -189,7 +192,8 @@ export class AclController {
         (raw) => mapDefined(extensionSchema.safeParse(raw).data, cachedExtension),
         (_e, ext) => {
           if (!hasShootClass(ext)) return;
-          this.queue.add(`${EXT_PREFIX}${ext.metadata.namespace}/${ext.metadata.name}`);
+          // What gardenlet waits for (3 minutes at most) goes before resyncs and repairs of nothing.
+          this.queue.add(`${EXT_PREFIX}${ext.metadata.namespace}/${ext.metadata.name}`, gardenletWaits(ext));
           this.combinedQueue.add(COMBINED_KEY);
         },
         (ext) => ext.spec.type === EXTENSION_TYPE,
@@ -207,8 +211,14 @@ export class AclController {
         if (g.metadata.namespace.startsWith('shoot-')) this.enqueueNamespace(g.metadata.namespace);
         else this.enqueueAll();
       }),
-      deployments: informer(WATCHED.gatewayDeployments, (raw) => slim(deploymentSchema.safeParse(raw).data), () => this.enqueueAll()),
-      services: informer(WATCHED.gatewayServices, (raw) => slim(serviceSchema.safeParse(raw).data), () => this.enqueueAll()),
+      // A gateway's status changes all day (replicas, readiness, HPA): the cached views leave it out,
+      // so only a change of what is read (selector, labels, existence, load balancer mode) requeues.
+      deployments: informer(WATCHED.gatewayDeployments, (raw) => mapDefined(deploymentSchema.safeParse(raw).data, cachedDeployment), (event, d, old) => {
+        if (event !== 'update' || !jsonEqual(d, old)) this.enqueueAll();
+      }),
+      services: informer(WATCHED.gatewayServices, (raw) => mapDefined(serviceSchema.safeParse(raw).data, cachedService), (event, svc, old) => {
+        if (event !== 'update' || !jsonEqual(svc, old)) this.enqueueAll();
+      }),
       // Pods come and go with every rollout and scale: only a change of a gateway's selector matters.
       gatewayPods: informer(WATCHED.gatewayPods, (raw) => mapDefined(podSchema.safeParse(raw).data, cachedPod), () => {
         const selectors = JSON.stringify(this.gateways());
@@ -243,6 +253,10 @@ export class AclController {
       // Any change to our ManagedResources (a foreign delete or edit, the resource manager's
       // status) makes the shoot converge again on what is stored.
       managedResources: informer(WATCHED.managedResources, (raw) => mapDefined(kubeObjectJsonSchema.safeParse(raw).data, identityOnly), (_e, mr) => this.enqueueNamespace(mr.metadata.namespace ?? '')),
+      // The reference extension's, which the shoot's reconcile retires once this controller protects it.
+      referenceManagedResources: informer(WATCHED.referenceManagedResources, (raw) => mapDefined(kubeObjectJsonSchema.safeParse(raw).data, identityOnly), (_e, mr) =>
+        this.enqueueNamespace(mr.metadata.namespace ?? ''),
+      ),
     };
 
     const now = options.now ?? (() => new Date());
@@ -257,6 +271,7 @@ export class AclController {
       tunnelHopMissing: (technicalID, generation) => this.combined.tunnelHopMissing(technicalID, generation),
       awaitCombined: (ext) => this.awaitingCombined.add(`${EXT_PREFIX}${ext.metadata.namespace}/${ext.metadata.name}`),
       warn: (ext, reason, message, once) => recordWarningEvent(options.client, ext, reason, message, now(), once),
+      surelyAbsent: (ref) => this.surelyAbsent(ref),
     });
     this.served = options.servedCheck
       ? new ServedChecker({
@@ -423,6 +438,18 @@ export class AclController {
 
   private gateways(): GatewayWorkload[] {
     return seedGatewayWorkloads(this.informers.deployments.list(), this.informers.gatewayPods.list());
+  }
+
+  /** See AclActuatorDeps.surelyAbsent: only the kinds whose cache holds every object of that name. */
+  private surelyAbsent(ref: { readonly kind: string; readonly name: string; readonly namespace?: string | undefined }): boolean {
+    const cache =
+      ref.kind === 'EnvoyFilter' && ref.name.startsWith(LEGACY_FILTER_PREFIX)
+        ? this.informers.legacyFilters
+        : ref.kind === 'ManagedResource' && ref.name === REFERENCE_MANAGED_RESOURCE
+          ? this.informers.referenceManagedResources
+          : undefined;
+    if (!cache?.hasSynced()) return false;
+    return !cache.list(ref.namespace ?? '').some((o) => o.metadata.name === ref.name);
   }
 
   private enqueueNamespace(namespace: string): void {

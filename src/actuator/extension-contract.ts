@@ -76,6 +76,16 @@ export function isRequested(ext: Extension): boolean {
   );
 }
 
+/**
+ * Whether gardenlet's Extension Wait is running for this object now: an operation it annotated, a
+ * new generation it wrote, or a deletion. (isRequested also counts a last operation that did not
+ * succeed, which a retry with backoff serves; that is not worth overtaking a resync.)
+ */
+export function gardenletWaits(ext: Extension): boolean {
+  const status = statusOf(ext);
+  return annotation(ext) !== undefined || Boolean(ext.metadata.deletionTimestamp) || (status.observedGeneration ?? undefined) !== ext.metadata.generation;
+}
+
 export function hasFinalizer(ext: Extension): boolean {
   return (ext.metadata as { finalizers?: string[] }).finalizers?.includes(FINALIZER) ?? false;
 }

@@ -28,7 +28,9 @@ const managedResourceRef = (namespace: string): ObjectRef => ({ apiVersion: 'res
  * this controller's own filters protect the shoot as stored, or when the shoot leaves the seed.
  * Returns whether there was one.
  */
-export async function retireReferenceManagedResource(client: ClusterClient, namespace: string): Promise<boolean> {
+export async function retireReferenceManagedResource(client: ClusterClient, namespace: string, surelyAbsent?: (ref: ObjectRef) => boolean): Promise<boolean> {
+  // Almost every shoot never had one: the cache answers that without a GET per reconcile.
+  if (surelyAbsent?.(managedResourceRef(namespace))) return false;
   const stored = await client.get(managedResourceRef(namespace));
   if (!stored) return false;
   const spec = stored['spec'] as { secretRefs?: { name?: string }[] } | undefined;

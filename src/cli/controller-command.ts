@@ -25,61 +25,13 @@ import { KubeConfigProblem, loadKubeConfig } from './kubeconfig.js';
 import { loadOperatorConfigFile } from './operator-config-file.js';
 import { startProbeServer } from './probe-server.js';
 import { LAGGING_CACHE_MS, STUCK_CACHE_MS } from './probe-thresholds.js';
+import { CONTROLLER_USAGE } from './usage-texts.js';
 
 /** Secrets <prefix>-ca and <prefix>-tls; the chart mounts the latter into the webhook Pods. */
 export const SEED_WEBHOOK_SECRET_PREFIX = 'gardener-acl-webhook';
 
-export const CONTROLLER_USAGE = `usage: gardener-acl controller [options]
-
-Runs the extension controller for Extensions of type acl on a seed.
-
-  --kubeconfig PATH                 kubeconfig (default: $KUBECONFIG, else in-cluster)
-  --config PATH                     OperatorConfiguration YAML (default: built-in defaults)
-  --leader-elect true|false         Lease leader election (default true)
-  --leader-election-namespace NS    default: $LEADER_ELECTION_NAMESPACE or garden; the leader also
-                                    renews Gardener's extension heartbeat Lease
-                                    (gardener-extension-heartbeat) there
-  --leader-election-id NAME         default: gardener-acl-leader-election
-  --lease-duration DURATION         leader election lease duration (default 15s)
-  --renew-deadline DURATION         leader gives up after failing to renew this long (default 10s)
-  --retry-period DURATION           leader election retry period (default 2s)
-  --probe-port PORT                 /healthz, /readyz, /metrics (default 8080)
-  --cache-unready-after DURATION    /readyz fails while a cache has had no open watch this long
-                                    (default 60s)
-  --cache-unhealthy-after DURATION  /healthz fails (the kubelet restarts the container) when a
-                                    cache has had no open watch this long (default 5m)
-  --workers N                       concurrent reconciles (default ${CONTROLLER_DEFAULTS.workers})
-  --resync-period DURATION          full resync (default ${CONTROLLER_DEFAULTS.resyncPeriod})
-  --combined-min-interval DURATION  least time between two writes that change a CONNECT listener
-                                    (rules and matcher forms: every write; ecds: its listener
-                                    parts only); repairs never wait (default ${CONTROLLER_DEFAULTS.combinedMinInterval})
-  --served-check-interval DURATION  every gateway pod's Envoy is read this often (through a port-forward
-                                    to its admin port 15000) to check each ACL shoot's protection is
-                                    served, not only stored; 0s turns the check off (the status then
-                                    says stored only) (default ${CONTROLLER_DEFAULTS.servedCheckInterval})
-  --served-check-max-read-mib N     largest read of one gateway pod (listeners and routes; a
-                                    larger gateway is reported unchecked, not parsed); parsing
-                                    takes about 2.3 times as much heap (default ${CONTROLLER_DEFAULTS.servedCheckMaxReadMiB})
-  --graceful-shutdown-timeout DURATION  on SIGTERM, wait this long for reconciles in flight before
-                                    the lease is released (default 30s)
-  --log-level LEVEL                 trace|debug|info|warn|error (default info)
-
-  --no-seed-webhook                 the seed webhook is not installed: the leader deletes the
-                                    MutatingWebhookConfiguration gardener-acl an earlier install in
-                                    managed mode made (only one with the certificate manager's labels)
-
-Seed webhook certificates (the leader keeps them; off unless the namespace is given):
-  --webhook-certificates-namespace NS  CA and serving certificate in Secrets gardener-acl-webhook-ca
-                                    and gardener-acl-webhook-tls of NS (the webhook Pods mount the
-                                    latter), renewed at 80 % of their lifetime; the caBundle of the
-                                    MutatingWebhookConfiguration gardener-acl kept current
-  --webhook-service NAME.NAMESPACE[:PORT]  the webhook's Service (default port 443)
-  --webhook-url URL                 instead of --webhook-service: the URL the API server calls
-  --webhook-config-owner CLUSTERROLE  owner of the configuration, so it goes with the installation
-  --webhook-timeout-seconds N       1-30 (default 10)
-  --controller-username USER        this controller's user; its writes of combined filters skip the webhook
-  --webhook-ca-validity DURATION    default 30d
-  --webhook-cert-validity DURATION  default 30d`;
+// The text lives in usage-texts.ts, which --help and completion read without loading this module.
+export { CONTROLLER_USAGE };
 
 const argsSchema = z.object({
   kubeconfig: z.string().optional(),

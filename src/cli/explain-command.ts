@@ -1,29 +1,16 @@
 import { z } from 'zod';
+import { parseCidr } from '../acl/cidr.js';
 import { parseTechnicalID } from '../acl/shoot-identity.js';
 import { EXPLAIN_PATHS, explainShoot, parseClientAddress, type Explanation, type LegacyChain } from '../explain/explain-acl.js';
 import { formatProblem } from '../gardener/problems.js';
 import { findLegacyChains } from '../rbac/legacy-proxy-patch.js';
 import { argsUsageError, parseCommandArgs, usageError } from './command-args.js';
 import type { CommandIO } from './render-command.js';
-import { SEED_INPUT_FLAGS, loadSeedModel, seedInputsProblem, shootsNamed } from './seed-inputs.js';
+import { SEED_INPUT_FLAGS, loadSeedModel, shootsNamed } from './seed-inputs.js';
+import { EXPLAIN_USAGE } from './usage-texts.js';
 
-export const EXPLAIN_USAGE = `usage: gardener-acl explain --shoot ID --client IP [--peer IP] [--path api|connect|observability|legacy]
-                           [--header 'Name: value']... [--output text|json]
-                           [--kubeconfig PATH | [--config operator.yaml] [PATH...]]
-
-Prints, for every path into the shoot's control plane and every gateway, whether the client is
-admitted and why: the ALLOW/DENY or always-allowed range that decided, or that none matched.
---client is the address Envoy sees as remote (the PROXY-protocol source when the seed's load
-balancer sends one); --peer the physical peer, for direct_remote_ip rules (default: --client).
---header gives a concrete CONNECT request (repeat it for several headers): the verdict then
-names every shoot the request targets and the header form that targets it.
-The seed is read from files (like render; without PATH the embedded example seed) or, with
---kubeconfig, from the live seed (the objects the controller reads; --config names the
-operator configuration file the controller runs with, default values otherwise).
---client and --peer may carry a port, as copied from an access log (203.0.113.9:443,
-[2001:db8::1]:443); it does not change the verdict.
-Exit codes: 0 every listed path admits, 1 some path refuses, 2 invalid input, 3 every path
-admits but some only because the rule is in audit mode (enforce would refuse there).`;
+// The text lives in usage-texts.ts, which --help and completion read without loading this module.
+export { EXPLAIN_USAGE };
 
 const headerSchema = z.string().transform((text, ctx): [string, string] => {
   const colon = text.indexOf(':');
@@ -47,9 +34,22 @@ const addressSchema = (flag: string) =>
   });
 
 const argsSchema = z.object({
-  shoot: z.string({ error: '--shoot is required: the technical ID, e.g. --shoot shoot--project--name' }).refine((id) => parseTechnicalID(id) !== undefined, {
-    error: (issue) => `--shoot ${JSON.stringify(issue.input)} is not a technical ID; write shoot--<project>--<name> (or the legacy shoot-<project>--<name>)`,
-  }),
+  shoot: z
+    .string()
+    .refine((id) => parseTechnicalID(id) !== undefined, {
+      error: (issue) => `--shoot ${JSON.stringify(issue.input)} is not a technical ID; write shoot--<project>--<name> (or the legacy shoot-<project>--<name>)`,
+    })
+    .optional(),
+  'always-allowed': z
+    .array(
+      z.string().transform((text, ctx) => {
+        const parsed = parseCidr(text);
+        if (parsed.ok) return parsed.cidr;
+        ctx.addIssue({ code: 'custom', message: `--always-allowed ${JSON.stringify(text)} is not a CIDR (${parsed.reason}); write e.g. --always-allowed 10.250.0.0/16` });
+        return z.NEVER;
+      }),
+    )
+    .optional(),
   client: addressSchema('--client'),
   peer: addressSchema('--peer').optional(),
   path: z.enum(EXPLAIN_PATHS, { error: (i) => `--path must be one of ${EXPLAIN_PATHS.join(', ')}, not ${JSON.stringify(i.input)}` }).optional(),
@@ -78,6 +78,7 @@ export async function explainCommand(argv: readonly string[], io: CommandIO): Pr
       peer: { type: 'string' },
       path: { type: 'string' },
       header: { type: 'string', multiple: true },
+      'always-allowed': { type: 'string', multiple: true },
       ...SEED_INPUT_FLAGS,
     },
     { allowPositionals: true },
@@ -86,32 +87,39 @@ export async function explainCommand(argv: readonly string[], io: CommandIO): Pr
   const args = argsSchema.safeParse({ ...parsed.values, paths: parsed.positionals });
   if (!args.success) return argsUsageError(io, EXPLAIN_USAGE, args.error.issues, 'message-only');
   const a = args.data;
-  const conflict = seedInputsProblem(a);
-  if (conflict) return usageError(io, EXPLAIN_USAGE, conflict);
   if (a.header && a.path !== undefined && a.path !== 'connect') {
     return usageError(io, EXPLAIN_USAGE, `--header describes a CONNECT request; it has no effect on --path ${a.path}: drop --path (every path) or use --path connect`);
   }
-  const loaded = await loadSeedModel({ kubeconfig: a.kubeconfig, config: a.config, paths: a.paths, shoot: a.shoot }, io, 'explain');
+  const loaded = await loadSeedModel(
+    { kubeconfig: a.kubeconfig, config: a.config, paths: a.paths, shoot: a.shoot, shootManifests: true, alwaysAllowed: a['always-allowed'], readStdin: io.readStdin },
+    io,
+    'explain',
+  );
   if (typeof loaded === 'number') return loaded;
   const { model, problems } = loaded;
+  const onlyManifest = loaded.manifests.size === 1 ? [...loaded.manifests.keys()][0] : undefined;
+  const shoot = a.shoot ?? onlyManifest;
+  if (shoot === undefined) {
+    return usageError(io, EXPLAIN_USAGE, loaded.manifests.size > 1 ? `--shoot is required: the inputs hold ${loaded.manifests.size} Shoot manifests (${[...loaded.manifests.keys()].join(', ')})` : '--shoot is required: the technical ID, e.g. --shoot shoot--project--name (or give the Shoot manifest as a PATH)');
+  }
   // Errors about this shoot or the whole seed make the answer unreliable; other shoots' errors do not.
   const errors = problems.filter((p) => p.severity === 'error');
   const otherShoots = errors.filter((p) => {
     const named = shootsNamed(p.object);
-    return named.length > 0 && !named.includes(a.shoot);
+    return named.length > 0 && !named.includes(shoot);
   });
   const relevant = errors.filter((p) => !otherShoots.includes(p));
   for (const p of relevant) io.stderr(`${formatProblem(p)}\n`);
   if (otherShoots.length > 0) io.stderr(`(${otherShoots.length} error(s) about other shoots not shown)\n`);
   if (!model.seed || relevant.length > 0) {
     io.stderr(
-      `gardener-acl explain: the objects have errors about ${a.shoot} or the seed; no verdict. ` +
+      `gardener-acl explain: the objects have errors about ${shoot} or the seed; no verdict. ` +
         `The controller keeps the ACL it last applied (the Extension's status.state) until they are fixed.\n`,
     );
     return 2;
   }
-  if (!model.shoots.has(a.shoot)) {
-    io.stderr(`gardener-acl explain: no Cluster or Extension of ${a.shoot} in ${a.kubeconfig ? 'the seed' : 'the objects given'}; check the technical ID (shoot--<project>--<name>, the shoot namespace on the seed)\n`);
+  if (!model.shoots.has(shoot)) {
+    io.stderr(`gardener-acl explain: no Cluster or Extension of ${shoot} in ${a.kubeconfig ? 'the seed' : 'the objects given'}; check the technical ID (shoot--<project>--<name>, the shoot namespace on the seed)\n`);
     return 2;
   }
   const legacyChains: LegacyChain[] = model.legacyFilters.flatMap((f) =>
@@ -120,7 +128,7 @@ export async function explainCommand(argv: readonly string[], io: CommandIO): Pr
   const explanation = explainShoot({
     seed: model.seed,
     legacyChains,
-    technicalID: a.shoot,
+    technicalID: shoot,
     client: a.client,
     peer: a.peer,
     paths: a.path ? [a.path] : undefined,

@@ -23,11 +23,31 @@ function isList(value: unknown): value is { items: unknown[] } {
   return typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'List' && Array.isArray((value as { items?: unknown }).items);
 }
 
-/** Reads YAML/JSON documents (multi-document files and `kind: List` included) from files or directories. */
-export async function loadDocuments(targets: readonly string[]): Promise<{ objects: SourcedObject[]; problems: Problem[] }> {
+/**
+ * Reads YAML/JSON documents (multi-document files and `kind: List` included) from files or
+ * directories; `-` is stdin where the command can read it.
+ */
+export async function loadDocuments(targets: readonly string[], options: { readonly readStdin?: (() => Promise<string>) | undefined } = {}): Promise<{ objects: SourcedObject[]; problems: Problem[] }> {
   const objects: SourcedObject[] = [];
   const problems: Problem[] = [];
+  const parse = (text: string, file: string) => {
+    parseAllDocuments(text, { prettyErrors: true }).forEach((doc, index) => {
+      const source = `${file} (document ${index + 1})`;
+      if (doc.errors.length > 0) {
+        problems.push({ severity: 'error', object: source, message: `invalid YAML: ${doc.errors[0]?.message ?? 'parse error'}` });
+        return;
+      }
+      const value: unknown = doc.toJS({ maxAliasCount: 100 });
+      if (value === null || value === undefined) return;
+      if (isList(value)) value.items.forEach((item, i) => objects.push({ object: item, source: `${source} item ${i}` }));
+      else objects.push({ object: value, source });
+    });
+  };
   for (const target of targets) {
+    if (target === '-' && options.readStdin) {
+      parse(await options.readStdin(), 'stdin');
+      continue;
+    }
     let files: string[];
     try {
       files = await listFiles(target);
@@ -35,20 +55,7 @@ export async function loadDocuments(targets: readonly string[]): Promise<{ objec
       problems.push({ severity: 'error', object: target, message: `cannot read: ${(error as NodeJS.ErrnoException).code ?? String(error)}` });
       continue;
     }
-    for (const file of files) {
-      const text = await readFile(file, 'utf8');
-      parseAllDocuments(text, { prettyErrors: true }).forEach((doc, index) => {
-        const source = `${file} (document ${index + 1})`;
-        if (doc.errors.length > 0) {
-          problems.push({ severity: 'error', object: source, message: `invalid YAML: ${doc.errors[0]?.message ?? 'parse error'}` });
-          return;
-        }
-        const value: unknown = doc.toJS({ maxAliasCount: 100 });
-        if (value === null || value === undefined) return;
-        if (isList(value)) value.items.forEach((item, i) => objects.push({ object: item, source: `${source} item ${i}` }));
-        else objects.push({ object: value, source });
-      });
-    }
+    for (const file of files) parse(await readFile(file, 'utf8'), file);
   }
   return { objects, problems };
 }

@@ -1,38 +1,9 @@
 #!/usr/bin/env node
-import { CONTROLLER_USAGE, controllerCommand } from './controller-command.js';
-import { EXPLAIN_USAGE, explainCommand } from './explain-command.js';
-import { VERIFY_USAGE, verifyCommand } from './verify-command.js';
-import { REGISTRATION_USAGE, registrationCommand } from './registration-command.js';
-import { renderCommand, RENDER_USAGE, type CommandIO } from './render-command.js';
-import { packageVersion } from './version.js';
-import { WEBHOOK_CONFIG_USAGE, WEBHOOK_USAGE, webhookCommand, webhookConfigCommand } from './webhook-command.js';
-import { KubeConfigProblem } from './kubeconfig.js';
-
-const USAGE = `usage: gardener-acl <command> [options]
-
-commands:
-  render       print the EnvoyFilters for a seed's objects (offline)
-  explain      why a client is admitted or refused on each path into a shoot's control plane
-  verify       whether a gateway's Envoy serves every ACL shoot's protection (its config dump)
-  controller   run the extension controller on a seed
-  registration print the ControllerRegistration/ControllerDeployment (or gardener-operator Extension)
-  webhook      serve the admission webhooks (EnvoyFilters on the seed, Shoots in the garden)
-  webhook-config  print the webhook registration objects
-  version      print the version
-
-${RENDER_USAGE}
-
-${EXPLAIN_USAGE}
-
-${VERIFY_USAGE}
-
-${CONTROLLER_USAGE}
-
-${WEBHOOK_USAGE}
-
-${WEBHOOK_CONFIG_USAGE}
-
-${REGISTRATION_USAGE}`;
+// Each command's module is imported only when that command runs: together they pull in
+// @kubernetes/client-node, fastify, pino and prom-client, which `--help` (and `completion`, sourced
+// by every new shell) would otherwise wait for.
+import type { CommandIO } from './render-command.js';
+import { isCommandName, mainUsage, type CommandName } from './usage-texts.js';
 
 const io: CommandIO = {
   stdout: (t) => process.stdout.write(t),
@@ -45,47 +16,56 @@ const io: CommandIO = {
   },
 };
 
+// A Record, not a switch, so that a command added to COMMANDS (the listing) without a runner fails to compile.
+const RUN: Record<CommandName, (argv: readonly string[]) => Promise<number>> = {
+  render: async (argv) => (await import('./render-command.js')).renderCommand(argv, io),
+  explain: async (argv) => (await import('./explain-command.js')).explainCommand(argv, io),
+  verify: async (argv) => (await import('./verify-command.js')).verifyCommand(argv, io),
+  validate: async (argv) => (await import('./validate-command.js')).validateCommand(argv, io),
+  controller: async (argv) => (await import('./controller-command.js')).controllerCommand(argv, io),
+  registration: async (argv) => (await import('./registration-command.js')).registrationCommand(argv, io),
+  webhook: async (argv) => (await import('./webhook-command.js')).webhookCommand(argv, io),
+  'webhook-config': async (argv) => (await import('./webhook-command.js')).webhookConfigCommand(argv, io),
+  completion: async (argv) => (await import('./completion-command.js')).completionCommand(argv, io),
+  version: async () => {
+    io.stdout(`gardener-acl ${(await import('./version.js')).packageVersion()}\n`);
+    return 0;
+  },
+};
+
 async function main(argv: readonly string[]): Promise<number> {
   const [command, ...rest] = argv;
+  if (isCommandName(command)) return RUN[command](rest);
   switch (command) {
-    case 'render':
-      return renderCommand(rest, io);
-    case 'explain':
-      return explainCommand(rest, io);
-    case 'verify':
-      return verifyCommand(rest, io);
-    case 'controller':
-      return controllerCommand(rest, io);
-    case 'registration':
-      return registrationCommand(rest, io);
-    case 'webhook':
-      return webhookCommand(rest, io);
-    case 'webhook-config':
-      return webhookConfigCommand(rest, io);
-    case 'version':
     case '--version':
-      io.stdout(`gardener-acl ${packageVersion()}\n`);
-      return 0;
+      return RUN.version(rest);
     case undefined:
     case 'help':
     case '--help':
     case '-h':
-      io.stdout(`${USAGE}\n`);
+      io.stdout(`${await mainUsage()}\n`);
       return command === undefined ? 2 : 0;
     default:
-      io.stderr(`unknown command "${command}"\n${USAGE}\n`);
+      io.stderr(`unknown command "${command}"\n${await mainUsage()}\n`);
       return 2;
   }
+}
+
+/** Whether the failure is a kubeconfig the user can fix (said in one line, not as a stack). */
+async function isKubeConfigProblem(error: unknown): Promise<boolean> {
+  // The name is checked first: kubeconfig.js loads @kubernetes/client-node, not worth it for other failures.
+  if (!(error instanceof Error) || error.name !== 'KubeConfigProblem') return false;
+  const { KubeConfigProblem } = await import('./kubeconfig.js');
+  return error instanceof KubeConfigProblem;
 }
 
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
   },
-  (error: unknown) => {
-    // Input the user can fix is said in one line, not as a stack.
-    if (error instanceof KubeConfigProblem) {
-      process.stderr.write(`gardener-acl: ${error.message}\n`);
+  async (error: unknown) => {
+    if (await isKubeConfigProblem(error).catch(() => false)) {
+      process.stderr.write(`gardener-acl: ${(error as Error).message}\n`);
       process.exitCode = 2;
       return;
     }

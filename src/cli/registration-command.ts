@@ -10,6 +10,7 @@ import { readValuesSchema, valuesSchemaErrors } from '../registration/values-sch
 import { toYamlDocuments } from '../render/yaml-documents.js';
 import { argsUsageError, parseCommandArgs } from './command-args.js';
 import type { CommandIO } from './render-command.js';
+import { REGISTRATION_USAGE } from './usage-texts.js';
 
 /**
  * charts/gardener-acl of the installation: found by walking up from this module, because it
@@ -41,33 +42,8 @@ async function chartValuesProblems(chartDir: string, values: HelmValues, what: s
   return `${what}: ${errors.length} value(s) the chart ${path.basename(chartDir)} refuses (values.schema.json):\n${errors.map((e) => `  ${e}\n`).join('')}`;
 }
 
-export const REGISTRATION_USAGE = `usage: gardener-acl registration [options]
-
-Prints what a Gardener operator applies to install the extension: a ControllerRegistration
-(Extension type acl) and a ControllerDeployment (core.gardener.cloud/v1) carrying the seed chart
-as helm.rawChart (packed here, deterministically; Helm is not needed). With --operator, prints
-a gardener-operator Extension (operator.gardener.cloud/v1alpha1) instead, which refers to the
-charts pushed to an OCI registry.
-
-  --name NAME                     object names (default acl)
-  --chart DIR                     seed chart directory (default: charts/gardener-acl of this installation)
-  --image-repository REPO         image.repository value (with --operator: of the admission chart too)
-  --image-tag TAG                 image.tag value (with --operator: of the admission chart too)
-  --values FILE                   YAML map of further chart values (merged under the flags above)
-  --policy POLICY                 OnDemand|Always|AlwaysExceptNoShoots (default OnDemand)
-  --output yaml|json              (default yaml)
-  --operator                      print the gardener-operator Extension
-  --chart-ref REF                 --operator: OCI ref of the seed chart
-  --admission-chart-ref REF       --operator: OCI ref of the admission chart
-  --admission-namespace NS        --operator: runtime namespace of the admission server (default garden)
-  --admission-values FILE         --operator: YAML map of admission chart values (the image flags
-                                  above and the registration/TLS values are merged over it)
-  --admission-ca-bundle FILE      --operator: PEM CA of an existing admission TLS Secret (e.g. from
-                                  cert-manager); without it the admission server keeps its own
-                                  certificates and registration (webhook.tls.mode managed)
-  --admission-tls-secret NAME     --operator, with --admission-ca-bundle: kubernetes.io/tls Secret of
-                                  the admission server (default gardener-acl-admission-tls)
-Exit codes: 0 ok, 2 invalid input.`;
+// The text lives in usage-texts.ts, which --help and completion read without loading this module.
+export { REGISTRATION_USAGE };
 
 const dnsLabel = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, { error: 'must be a lower-case DNS label' }).max(63);
 const ociRef = z

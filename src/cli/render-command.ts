@@ -1,13 +1,16 @@
 import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
 import { formatProblem } from '../gardener/problems.js';
+import { writeDocuments } from '../render/document-writer.js';
+import { progressMode, RenderProgress } from '../render/render-progress.js';
 import { renderSeedStream } from '../render/seed-render.js';
-import { toYamlDocuments } from '../render/yaml-documents.js';
 import { argsUsageError, parseCommandArgs } from './command-args.js';
 import { loadDocuments } from './load-documents.js';
+import { embeddedExampleSeed } from './package-root.js';
 
-/** The seed rendered when no path is given (shipped with the project). */
-export const EMBEDDED_EXAMPLE = fileURLToPath(new URL('../../examples/seed', import.meta.url));
+/** The seed rendered when no path is given (shipped with the project; where depends on the layout, see package-root.ts). */
+export const EMBEDDED_EXAMPLE = embeddedExampleSeed(fileURLToPath(new URL('.', import.meta.url)));
 
 const argsSchema = z.object({
   output: z.enum(['yaml', 'json'], { error: (i) => `--output must be yaml or json, not ${JSON.stringify(i.input)}` }),
@@ -30,14 +33,23 @@ export interface CommandIO {
   readonly drained?: () => Promise<void>;
   /** All of stdin, for a FILE argument of "-". */
   readonly readStdin?: () => Promise<string>;
+  /** Whether stderr and stdout are terminals, for render's progress; undefined: those of this process. */
+  readonly stderrIsTTY?: boolean;
+  readonly stdoutIsTTY?: boolean;
+  /** A clock in milliseconds, for render's progress; undefined: performance.now. */
+  readonly now?: () => number;
 }
 
 export async function renderCommand(argv: readonly string[], io: CommandIO): Promise<number> {
+  const now = io.now ?? (() => performance.now());
+  const startedAt = now();
   const parsed = parseCommandArgs(argv, io, RENDER_USAGE, { output: { type: 'string', short: 'o', default: 'yaml' }, config: { type: 'string' } }, { allowPositionals: true });
   if ('exitCode' in parsed) return parsed.exitCode;
   const args = argsSchema.safeParse({ output: parsed.values.output, config: parsed.values.config, paths: parsed.positionals });
   if (!args.success) return argsUsageError(io, RENDER_USAGE, args.error.issues, 'message-only');
   const paths = args.data.paths.length > 0 ? args.data.paths : [EMBEDDED_EXAMPLE];
+  const mode = progressMode(io.stderrIsTTY ?? process.stderr.isTTY === true, io.stdoutIsTTY ?? process.stdout.isTTY === true);
+  const progress = new RenderProgress(mode, io.stderr, now, startedAt);
   // Only the model outlives this block: the documents read are let go before the output is written.
   const { result, problems } = await (async () => {
     const loaded = await loadDocuments(paths);
@@ -49,32 +61,23 @@ export async function renderCommand(argv: readonly string[], io: CommandIO): Pro
       config && !config.objects.some(isOperatorConfig) && config.problems.length === 0
         ? [{ severity: 'error' as const, object: `--config ${args.data.config ?? ''}`, message: 'no OperatorConfiguration in it' }]
         : [];
+    progress.stage(`${objects.length} objects read; building the model`);
     const stream = renderSeedStream(objects);
     return { result: stream, problems: [...loaded.problems, ...(config?.problems ?? []), ...configProblems, ...stream.problems] };
   })();
+  if (problems.length > 0) progress.interrupt();
   for (const problem of problems) io.stderr(`${formatProblem(problem)}\n`);
   if (problems.some((p) => p.severity === 'error')) {
     io.stderr(`gardener-acl render: ${problems.filter((p) => p.severity === 'error').length} error(s); nothing printed\n`);
     return 2;
   }
-  await writeDocuments(result.documents(), args.data.output, io);
-  return 0;
-}
-
-/**
- * Writes the documents as they are produced, byte for byte what one JSON List or one
- * multi-document YAML of all of them would be, waiting whenever stdout has buffered enough.
- */
-async function writeDocuments(documents: Iterable<unknown>, output: 'yaml' | 'json', io: CommandIO): Promise<void> {
-  const write = async (text: string) => {
-    if (io.stdout(text) === false) await io.drained?.();
-  };
-  let count = 0;
-  if (output === 'json') await write('{\n  "apiVersion": "v1",\n  "kind": "List",\n  "items": [');
-  for (const document of documents) {
-    if (output === 'json') await write(`${count === 0 ? '\n' : ',\n'}    ${JSON.stringify(document, null, 2).replace(/\n/g, '\n    ')}`);
-    else await write(`${count === 0 ? '' : '---\n'}${toYamlDocuments([document])}`);
-    count++;
+  progress.writing(result.aclShoots);
+  try {
+    progress.finish(await writeDocuments(result.documents(progress.object), args.data.output, { write: io.stdout, drained: io.drained }, progress.documentWritten));
+  } catch (error) {
+    // The error is reported by the caller, on a line of its own.
+    progress.interrupt();
+    throw error;
   }
-  if (output === 'json') await write(count === 0 ? ']\n}\n' : '\n  ]\n}\n');
+  return 0;
 }

@@ -11,32 +11,10 @@ import { loadKubeConfig } from './kubeconfig.js';
 import { argsUsageError, parseCommandArgs, usageError } from './command-args.js';
 import type { CommandIO } from './render-command.js';
 import { SEED_INPUT_FLAGS, loadSeedModel, seedInputsProblem, shootsNamed } from './seed-inputs.js';
+import { VERIFY_USAGE } from './usage-texts.js';
 
-export const VERIFY_USAGE = `usage: gardener-acl verify --kubeconfig PATH [--gateway NAMESPACE] [--shoot ID]... [--output text|json]
-       gardener-acl verify (--config-dump FILE | --admin-url URL) [--gateway NAMESPACE]
-                          [--shoot ID]... [--output text|json]
-                          [--kubeconfig PATH | [--config operator.yaml] [PATH...]]
-
-Answers, for one ingress gateway, whether every ACL shoot's protection is served: judged on what
-the gateway's Envoy holds, not on what is stored. An EnvoyFilter whose match no longer finds its
-listener, chain or filter is accepted by Istio and does nothing; verify finds every chain that
-serves a shoot's host or forwards to its control plane, and every connection manager that routes
-CONNECT by a protected header, and says where the shoot's filter is missing.
-With --kubeconfig alone: the live seed, every ready pod of each gateway (or of --gateway) read
-               through the API server's port-forward to Envoy's admin port, as the controller
-               does (needs pods list and pods/portforward create), one report per pod.
---config-dump  the gateway Envoy's admin /config_dump as JSON ("-": stdin), e.g. from
-               kubectl exec -n istio-ingress deploy/istio-ingressgateway -- pilot-agent request GET config_dump
-               or istioctl proxy-config all <pod>.istio-ingress -o json
---admin-url    Envoy's admin address, e.g. http://127.0.0.1:15000 after
-               kubectl port-forward -n istio-ingress deploy/istio-ingressgateway 15000
---gateway      the gateway's namespace (default: the seed's only gateway)
---shoot        check only these shoots (technical IDs)
-The seed is read as by explain: from files (without PATH the embedded example seed) or, with
---kubeconfig, from the live seed (each Extension's applied ACL).
-Exit codes: 0 every path that exists is served with the shoot's filter (paths the gateway does
-not serve are listed), 1 some path serves a shoot without its filter or refuses it whole,
-2 invalid input, or (live) some pod could not be read.`;
+// The text lives in usage-texts.ts, which --help and completion read without loading this module.
+export { VERIFY_USAGE };
 
 const argsSchema = z.object({
   'config-dump': z.string().optional(),

@@ -24,53 +24,13 @@ import { durationMs } from './duration.js';
 import { serviceRef } from './service-ref.js';
 import { loadKubeConfig } from './kubeconfig.js';
 import { loadOperatorConfigFile } from './operator-config-file.js';
+import { WEBHOOK_CONFIG_USAGE, WEBHOOK_USAGE } from './usage-texts.js';
 
-export const WEBHOOK_USAGE = `usage: gardener-acl webhook [options]
+// The text lives in usage-texts.ts, which --help and completion read without loading this module.
+export { WEBHOOK_USAGE };
 
-Serves the admission webhooks over HTTPS: /mutate-envoyfilter (seed) and /validate-shoot (garden).
-
-  --webhooks LIST              envoyfilter,shoot (default both); envoyfilter needs seed access
-  --kubeconfig PATH            seed kubeconfig for the caches (default: $KUBECONFIG, else in-cluster)
-  --config PATH                OperatorConfiguration YAML (default: built-in defaults)
-  --host ADDRESS               listen address (default 0.0.0.0)
-  --port PORT                  HTTPS port (default 9443)
-  --cert-dir DIR               tls.crt and tls.key, reloaded on change (default $TMPDIR/k8s-webhook-server/serving-certs)
-  --cert-poll-interval DURATION  also re-read the pair this often (default 10s)
-  --self-signed                generate a CA and serving certificate instead of reading --cert-dir
-  --service NAME.NAMESPACE     Service the API server calls (SANs of the self-signed certificate)
-  --ca-out PATH                write the self-signed CA (the caBundle) to PATH
-  --probe-port PORT            plain HTTP /healthz, /readyz, /metrics (default 8081)
-  --shutdown-delay DURATION    on SIGTERM, answer /readyz 503 and keep serving this long before the
-                               listener closes, so the endpoint is unpublished while requests still
-                               succeed (default 10s; keep it below terminationGracePeriodSeconds)
-  --controller-username USER   the controller's authenticated user (e.g. system:serviceaccount:garden:gardener-acl);
-                               its writes of combined filters pass unchanged, everyone else's are refused
-  --log-level LEVEL            trace|debug|info|warn|error (default info)
-
-Certificates managed in-process (e.g. the garden admission; every replica may run it):
-  --certificates-namespace NS  CA and serving certificate in Secrets NAME-ca and NAME-tls of NS
-                               (the --kubeconfig cluster), renewed at 80 % of their lifetime; the
-                               stored pair is written into --cert-dir; the webhook configurations
-                               (named gardener-acl) are created with a current caBundle
-  --certificates-name NAME     default gardener-acl-admission
-  --register-url URL           the URL the API server calls (instead of --service)
-  --webhook-config-kubeconfig PATH  the API server whose configurations these are (default:
-                               $GARDEN_KUBECONFIG, which gardener-operator injects, else --kubeconfig)
-  --webhook-config-owner CLUSTERROLE  owner of the configurations there, so they go with the installation
-  --timeout-seconds N          1-30 (default 10)
-  --ca-validity DURATION       default 30d
-  --cert-validity DURATION     default 30d`;
-
-export const WEBHOOK_CONFIG_USAGE = `usage: gardener-acl webhook-config (--url URL | --service NAME.NAMESPACE[:PORT]) --ca-bundle-file PATH [options]
-
-Prints the MutatingWebhookConfiguration and ValidatingWebhookConfiguration as YAML.
-
-  --webhooks LIST              envoyfilter,shoot (default both)
-  --timeout-seconds N          1-30 (default 10)
-  --controller-username NAME   exempt this user's (the controller's) writes of combined filters
-                               (the name the other commands use; --controller-user is accepted too)
-  --legacy-proxy-port N        the legacy apiserver-proxy port whose Gardener filters the webhook
-                               patches (OperatorConfiguration legacyProxyPort; default 8443)`;
+// The text lives in usage-texts.ts, which --help and completion read without loading this module.
+export { WEBHOOK_CONFIG_USAGE };
 
 const WEBHOOK_NAMES = ['envoyfilter', 'shoot'] as const;
 const webhookList = z

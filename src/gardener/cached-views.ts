@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { isRecord } from '../kube/object-json.js';
 import type { KubeObjectJson } from '../kube/object-json.js';
-import { FORCE_DELETION_ANNOTATION, type Cluster, type DnsRecord, type Extension, type Infrastructure, type Pod } from './objects.js';
+import { FORCE_DELETION_ANNOTATION, type Cluster, type Deployment, type DnsRecord, type Extension, type Infrastructure, type Pod, type Service } from './objects.js';
 import { EXTENSION_TYPE } from './seed-acl.js';
 
 type Metadata = Cluster['metadata'];
@@ -102,6 +102,34 @@ export function cachedPod(pod: Pod): Pod {
     kind: pod.kind,
     metadata: definedOnly({ name, namespace, labels }),
     ...(pod.status ? { status: definedOnly({ phase: pod.status.phase }) } : {}),
+  };
+}
+
+/**
+ * A gateway Deployment as read: name, namespace, deletion, selector and pod template labels. Its
+ * status (replicas, readiness, what an HPA or a rollout updates all day) is left out, so such an
+ * update leaves the cached object equal and requeues nothing.
+ */
+export function cachedDeployment(deployment: Deployment): Deployment {
+  const { name, namespace, deletionTimestamp } = deployment.metadata;
+  const template = deployment.spec.template;
+  return {
+    apiVersion: deployment.apiVersion,
+    kind: deployment.kind,
+    metadata: definedOnly({ name, namespace, deletionTimestamp }),
+    spec: { selector: { matchLabels: deployment.spec.selector.matchLabels }, ...(template ? { template: { metadata: { labels: template.metadata.labels } } } : {}) },
+  };
+}
+
+/** A gateway Service as read: name, namespace and its load balancer's ipMode per ingress (whether it hairpins through Proxy mode). */
+export function cachedService(service: Service): Service {
+  const { name, namespace } = service.metadata;
+  const ingress = service.status?.loadBalancer?.ingress;
+  return {
+    apiVersion: service.apiVersion,
+    kind: service.kind,
+    metadata: { name, namespace },
+    ...(ingress ? { status: { loadBalancer: { ingress: ingress.map((i) => definedOnly({ ipMode: i.ipMode })) } } } : {}),
   };
 }
 

@@ -10,6 +10,10 @@ export function objectRef(kind: string, namespace: string | undefined, name: str
   return `${kind} ${namespace ? `${namespace}/` : ''}${name}`;
 }
 
+/** One line per line of the message, each naming the object, so no line of a long list is orphaned (or lost to a grep). */
 export function formatProblem(problem: Problem): string {
-  return `${problem.severity}: ${problem.object}: ${problem.message}`;
+  return problem.message
+    .split('\n')
+    .map((line) => `${problem.severity}: ${problem.object}: ${line}`)
+    .join('\n');
 }

@@ -33,4 +33,6 @@ export const WATCHED = {
   foreignEnvoyFilters: { path: '/apis/networking.istio.io/v1alpha3/envoyfilters', labelSelector: 'app.kubernetes.io/managed-by!=gardener-acl' },
   // Only the controller's own (labelled): a foreign delete or edit is repaired at once.
   managedResources: { path: '/apis/resources.gardener.cloud/v1alpha1/managedresources', labelSelector: 'app.kubernetes.io/managed-by=gardener-acl' },
+  // The reference extension's (acl-seed), retired once this controller protects the shoot: whether one exists.
+  referenceManagedResources: { path: '/apis/resources.gardener.cloud/v1alpha1/managedresources', fieldSelector: 'metadata.name=acl-seed' },
 } as const satisfies Record<string, WatchedResource>;

@@ -8,6 +8,8 @@
 //   resets the key's backoff after a success.
 // - shutDown() stops accepting keys; get() hands out what is still queued, then resolves with
 //   undefined.
+// - Unlike client-go's FIFO, a key added as urgent (someone is waiting for its result) is handed
+//   out before every key that is not, even one already queued behind thousands of resyncs.
 import type { WorkQueueMetrics } from './metrics.js';
 import { ControllerRateLimiter, type RateLimiterOptions } from './rate-limiter.js';
 
@@ -30,6 +32,10 @@ export class WorkQueue {
   private readonly limiter: ControllerRateLimiter;
 
   private readonly queue: string[] = [];
+  /** Handed out before `queue`; see add(). */
+  private readonly urgentQueue: string[] = [];
+  /** Dirty keys that go to the urgent lane when (re)queued. */
+  private readonly urgent = new Set<string>();
   private readonly dirty = new Set<string>();
   private readonly processing = new Set<string>();
   /** get() calls waiting for a key; only non-empty while the queue is empty. */
@@ -51,10 +57,25 @@ export class WorkQueue {
     this.limiter = new ControllerRateLimiter(options.rateLimiter, this.now);
   }
 
-  add(key: string): void {
-    if (this.shuttingDown || this.dirty.has(key)) return;
+  /**
+   * `urgent`: a caller waits for this key (an operation it requested); it overtakes every key
+   * queued without it. A key already queued without it moves ahead.
+   */
+  add(key: string, urgent = false): void {
+    if (this.shuttingDown) return;
+    if (this.dirty.has(key)) {
+      if (!urgent || this.urgent.has(key)) return;
+      this.urgent.add(key);
+      const at = this.queue.indexOf(key);
+      if (at >= 0) {
+        this.queue.splice(at, 1);
+        this.urgentQueue.push(key);
+      }
+      return;
+    }
     this.metrics?.adds(this.name);
     this.dirty.add(key);
+    if (urgent) this.urgent.add(key);
     this.addedAt.set(key, this.now());
     // A key being processed is queued again by done().
     if (!this.processing.has(key)) this.enqueue(key);
@@ -90,7 +111,7 @@ export class WorkQueue {
 
   /** The next key; undefined once shut down and nothing is left in the queue. */
   get(): Promise<string | undefined> {
-    const key = this.queue.shift();
+    const key = this.urgentQueue.shift() ?? this.queue.shift();
     if (key !== undefined) return Promise.resolve(this.startProcessing(key));
     if (this.shuttingDown) return Promise.resolve(undefined);
     return new Promise((resolve) => this.waiters.push(resolve));
@@ -107,7 +128,7 @@ export class WorkQueue {
 
   /** Keys waiting in the FIFO (not those parked by addAfter, nor those being processed). */
   len(): number {
-    return this.queue.length;
+    return this.queue.length + this.urgentQueue.length;
   }
 
   isShuttingDown(): boolean {
@@ -137,24 +158,25 @@ export class WorkQueue {
       waiter(this.startProcessing(key));
       return;
     }
-    this.queue.push(key);
-    this.metrics?.depth(this.name, this.queue.length);
+    (this.urgent.has(key) ? this.urgentQueue : this.queue).push(key);
+    this.metrics?.depth(this.name, this.len());
   }
 
   private startProcessing(key: string): string {
     const now = this.now();
     this.processing.add(key);
     this.dirty.delete(key);
+    this.urgent.delete(key);
     const added = this.addedAt.get(key);
     this.addedAt.delete(key);
     this.startedAt.set(key, now);
-    this.metrics?.depth(this.name, this.queue.length);
+    this.metrics?.depth(this.name, this.len());
     if (added !== undefined) this.metrics?.latencySeconds(this.name, (now - added) / 1000);
     return key;
   }
 
   private isDrained(): boolean {
-    return this.queue.length === 0 && this.processing.size === 0;
+    return this.len() === 0 && this.processing.size === 0;
   }
 
   private notifyIfDrained(): void {

@@ -9,6 +9,7 @@ import { seedAclFromInventory } from '../gardener/seed-acl.js';
 import type { AnyGeneratedEnvoyFilter } from '../rbac/seed-envoy-filters.js';
 import { legacyProxyPatch } from '../rbac/legacy-proxy-patch.js';
 import { allEnvoyFilters, buildSeedEnvoyFilters, seedEnvoyFilterStream } from '../rbac/seed-envoy-filters.js';
+import { shootFilterName } from '../rbac/shoot-envoy-filters.js';
 
 /** RFC 6902 operations for one of Gardener's EnvoyFilters, as the mutating webhook would return them. */
 export interface EnvoyFilterPatch {
@@ -65,8 +66,15 @@ export function seedModelFromObjects(objects: readonly SourcedObject[], operator
 /** A render whose objects are produced one at a time. */
 export interface SeedRenderStream {
   readonly problems: readonly Problem[];
-  /** The EnvoyFilters, then the legacy patches; empty when an error was found. Each call renders anew. */
-  documents(): Iterable<AnyGeneratedEnvoyFilter | EnvoyFilterPatch>;
+  /** ACL shoots: the per-shoot filters of each come first, shoot by shoot. */
+  readonly aclShoots: number;
+  /**
+   * The EnvoyFilters, then the legacy patches; empty when an error was found. Each call renders
+   * anew. `onObject` hears, before each object is yielded (for progress), the position of the ACL
+   * shoot whose filter it is (1 to aclShoots, in order), or undefined for an object of the whole
+   * seed (combined filters, tunnel hop, legacy patches), which come after every shoot's.
+   */
+  documents(onObject?: (shoot: number | undefined) => void): Iterable<AnyGeneratedEnvoyFilter | EnvoyFilterPatch>;
 }
 
 function legacyPatches(seed: SeedAcl, legacyFilters: readonly EnvoyFilterObject[]): EnvoyFilterPatch[] {
@@ -92,22 +100,37 @@ function legacyPatches(seed: SeedAcl, legacyFilters: readonly EnvoyFilterObject[
  */
 export function renderSeedStream(objects: readonly SourcedObject[], operator?: OperatorConfig): SeedRenderStream {
   const { seed, legacyFilters, problems } = seedModelFromObjects(objects, operator);
-  if (!seed) return { problems, documents: () => [] };
+  if (!seed) return { problems, aclShoots: 0, documents: () => [] };
   // Planned now, so that a seed that cannot be sharded is an error before anything is written.
   let planned: Iterable<AnyGeneratedEnvoyFilter> | undefined;
   try {
     planned = seedEnvoyFilterStream(seed);
   } catch (error) {
-    return { problems: [...problems, { severity: 'error', object: 'seed', message: error instanceof Error ? error.message : String(error) }], documents: () => [] };
+    return { problems: [...problems, { severity: 'error', object: 'seed', message: error instanceof Error ? error.message : String(error) }], aclShoots: 0, documents: () => [] };
   }
   const patches = legacyPatches(seed, legacyFilters);
   return {
     problems,
-    *documents() {
+    aclShoots: seed.shoots.length,
+    *documents(onObject?: (shoot: number | undefined) => void) {
       const filters = planned ?? seedEnvoyFilterStream(seed);
       planned = undefined;
-      yield* filters;
-      yield* patches;
+      if (!onObject) {
+        yield* filters;
+        yield* patches;
+        return;
+      }
+      // The stream's order: shoots by technical ID, each with its filters named after it (none for a shoot without hosts).
+      const ids = seed.shoots.map((s) => s.technicalID).sort((a, b) => (a < b ? -1 : 1));
+      const position = new Map(ids.map((id, i) => [shootFilterName(id), i + 1]));
+      for (const filter of filters) {
+        onObject(position.get(filter.metadata.name));
+        yield filter;
+      }
+      for (const patch of patches) {
+        onObject(undefined);
+        yield patch;
+      }
     },
   };
 }
@@ -117,7 +140,11 @@ export function renderSeedStream(objects: readonly SourcedObject[], operator?: O
  * patches out. `operator` overrides an OperatorConfiguration found among the objects.
  */
 export function renderSeed(objects: readonly SourcedObject[], operator?: OperatorConfig): SeedRender {
-  const { seed, legacyFilters, problems } = seedModelFromObjects(objects, operator);
+  return renderSeedModel(seedModelFromObjects(objects, operator));
+}
+
+/** renderSeed from the model: a caller that lets go of the objects first holds only the model and the output. */
+export function renderSeedModel({ seed, legacyFilters, problems }: SeedModel): SeedRender {
   if (!seed) return { envoyFilters: [], patches: [], problems };
   return { envoyFilters: allEnvoyFilters(buildSeedEnvoyFilters(seed)), patches: legacyPatches(seed, legacyFilters), problems };
 }

@@ -3,6 +3,7 @@
 // controller sends is counted.
 import { createHash } from 'node:crypto';
 
+import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { AclController } from '../../src/actuator/controller.js';
@@ -37,11 +38,25 @@ interface ExtensionView {
   status?: { lastOperation?: { type: string; state: string }; lastError?: { description: string; codes?: string[] }; observedGeneration?: number; state?: { applied?: { rule: { cidrs: string[]; mode?: string } } } };
 }
 
+/** The controller's client, with every live GET noted (the caches should answer everything else). */
+class ReadCountingClient extends KubeClusterClient {
+  constructor(kubeConfig: ConstructorParameters<typeof KubeClusterClient>[0], options: ConstructorParameters<typeof KubeClusterClient>[1], private readonly reads: string[]) {
+    super(kubeConfig, options);
+  }
+
+  override async get(ref: ObjectRef): Promise<Record<string, unknown> | undefined> {
+    this.reads.push(`${ref.kind} ${ref.namespace ?? ''}/${ref.name}`);
+    return super.get(ref);
+  }
+}
+
 describe('extension controller on a real kube-apiserver', () => {
   let cp: ControlPlane;
   let controller: AclController;
   let grm: ResourceManager;
   const writes: string[] = [];
+  const reads: string[] = [];
+  const registry = new Registry();
   const filterRef = (s: ShootFixture, namespace: string): ObjectRef => ({ apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name: `acl-${technicalID(s)}`, namespace });
 
   const ext = async (s: ShootFixture) => (await getObject(cp.kubeConfig, extRef(technicalID(s)))) as unknown as ExtensionView | undefined;
@@ -71,7 +86,8 @@ describe('extension controller on a real kube-apiserver', () => {
     // The real gardener-resource-manager applies the ManagedResources (test/gardener has its own checks).
     grm = await startResourceManager(cp);
     controller = await startTestController(cp.kubeConfig, {
-      client: new KubeClusterClient(cp.kubeConfig, { onWrite: (verb, kind) => writes.push(`${verb} ${kind}`) }),
+      client: new ReadCountingClient(cp.kubeConfig, { onWrite: (verb, kind) => writes.push(`${verb} ${kind}`) }, reads),
+      registry,
     });
   }, 120_000);
 
@@ -100,12 +116,41 @@ describe('extension controller on a real kube-apiserver', () => {
     expect(await getObject(cp.kubeConfig, filterRef(B, DEFAULT_GW.namespace))).toBeUndefined();
   }, 90_000);
 
-  it('an unchanged resync performs zero writes', async () => {
+  it('an unchanged resync performs zero writes, and reads live only each ACL shoot’s ManagedResource (issue 31 point 2)', async () => {
     await settled('before resync');
     writes.length = 0;
+    reads.length = 0;
     controller.resync();
     await settled('resync');
     expect(writes).toEqual([]);
+    // No legacy apiserver-proxy filter and no reference ManagedResource exists here: the caches say so.
+    expect([...new Set(reads)].sort()).toEqual([A, B].map((s) => `ManagedResource ${technicalID(s)}/${MANAGED_RESOURCE_NAME}`).sort());
+  });
+
+  it('a status-only update of a gateway Deployment or Service requeues no shoot; a change of what is read requeues each ACL shoot once (issue 31 point 1)', async () => {
+    const deployment: ObjectRef = { apiVersion: 'apps/v1', kind: 'Deployment', name: 'istio-ingressgateway', namespace: DEFAULT_GW.namespace };
+    const service: ObjectRef = { apiVersion: 'v1', kind: 'Service', name: 'istio-ingressgateway', namespace: DEFAULT_GW.namespace };
+    await createObject(cp.kubeConfig, { ...service, metadata: { name: service.name, namespace: service.namespace, labels: { app: 'istio-ingressgateway' } }, spec: { type: 'LoadBalancer', ports: [{ name: 'tls', port: 443, targetPort: 9443 }] } });
+    await patchStatus(cp.kubeConfig, service, { loadBalancer: { ingress: [{ ip: '198.51.100.10', ipMode: 'VIP' }] } });
+    await settled('the Service is seen');
+    const adds = async () => (await registry.getSingleMetric('workqueue_adds_total')?.get())?.values.find((v) => v.labels['name'] === 'acl')?.value ?? 0;
+    const aclShoots = (await listAll(cp.kubeConfig, '/apis/extensions.gardener.cloud/v1alpha1/extensions')).items.filter((e) => (e['spec'] as { type?: string }).type === 'acl').length;
+    const before = await adds();
+    writes.length = 0;
+    // What the Deployment controller, an HPA and the cloud provider write all day.
+    await patchStatus(cp.kubeConfig, deployment, { replicas: 3, readyReplicas: 2, updatedReplicas: 3, availableReplicas: 2 });
+    await patchStatus(cp.kubeConfig, deployment, { replicas: 3, readyReplicas: 3, updatedReplicas: 3, availableReplicas: 3 });
+    await mergePatch(cp.kubeConfig, deployment, { metadata: { annotations: { 'deployment.kubernetes.io/revision': '7' } } });
+    await patchStatus(cp.kubeConfig, service, { loadBalancer: { ingress: [{ ip: '198.51.100.11', ipMode: 'VIP' }] } });
+    // Then a change of what is read, on the same objects: once it has been handled, so have the updates before it (one watch each, in order).
+    await mergePatch(cp.kubeConfig, deployment, { spec: { template: { metadata: { labels: { 'issue-31': 'read' } } } } });
+    await deleteObject(cp.kubeConfig, service);
+    await eventually('the two changes requeued', async () => (await adds()) >= before + 2 * aclShoots, 30_000);
+    await settled('after the changes');
+    expect((await adds()) - before).toBe(2 * aclShoots);
+    expect(writes).toEqual([]);
+    await mergePatch(cp.kubeConfig, deployment, { spec: { template: { metadata: { labels: { 'issue-31': null } } } } });
+    await settled('restored');
   });
 
   it('the ManagedResource names its Secret in the reference annotation the resource manager’s garbage collector honours', async () => {

@@ -1,12 +1,14 @@
 // `gardener-acl explain --kubeconfig`: the example seed's objects stored in a real kube-apiserver
 // give exactly the verdicts and reasons the file mode gives (the file mode is compared with the
 // real Envoy in test/envoy/explain-vs-envoy.test.ts), for every shoot and several clients.
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { explainCommand } from '../../src/cli/explain-command.js';
 import { loadDocuments } from '../../src/cli/load-documents.js';
 import { EMBEDDED_EXAMPLE } from '../../src/cli/render-command.js';
-import { patchStatus, type ObjectToWrite } from '../../src/kube/objects-client.js';
+import { createObject, deleteObject, patchStatus, type ObjectToWrite } from '../../src/kube/objects-client.js';
 import type { ControlPlane } from '../kube/control-plane.js';
 import { startWithObjects } from '../kube/kube-test-helpers.js';
 
@@ -76,6 +78,36 @@ describe('gardener-acl explain on a live seed (real kube-apiserver)', () => {
       expect((await live('203.0.113.9')).code).toBe(1);
     } finally {
       await patchStatus(cp.kubeConfig, ext, { state: null });
+    }
+  });
+
+  it('reads the operator settings from the controller’s ConfigMap on the seed, and takes Shoot manifests as PATHs', async () => {
+    // 192.0.2.0/28 is admitted only by the example's additionalAllowedCIDRs.
+    const live = (...extra: string[]) => run(['--shoot', 'shoot--team--prod', '--client', '192.0.2.3', '--path', 'api', '--kubeconfig', cp.kubeconfigPath, ...extra]);
+    const without = await live();
+    expect(without.code).toBe(1);
+    expect(without.err).toBe(
+      'note: no ConfigMap gardener-acl-config on the seed (is the extension installed?); explaining with the default operator settings; give the controller\'s configuration with --config\n',
+    );
+    // Gardener installs the chart into a namespace of its choosing; any namespace is found.
+    const configMap = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'gardener-acl-config', namespace: 'istio-ingress' }, data: { 'config.yaml': await readFile(OPERATOR_CONFIG, 'utf8') } };
+    await createObject(cp.kubeConfig, configMap);
+    try {
+      const found = await live();
+      expect(found.err).toBe('');
+      expect({ code: found.code, out: found.out }).toEqual({ code: 0, out: (await live('--config', OPERATOR_CONFIG)).out });
+      // PATHs with --kubeconfig: only Shoot manifests, whose ACL replaces the seed's for that shoot.
+      const dir = await mkdtemp(path.join(tmpdir(), 'acl-live-manifest-'));
+      const manifest = path.join(dir, 'shoot.yaml');
+      await writeFile(manifest, 'apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata: {name: prod, namespace: garden-team}\nspec:\n  extensions:\n  - {type: acl, providerConfig: {rule: {action: DENY, type: remote_ip, cidrs: [192.0.2.0/24]}}}\n');
+      const narrowed = await run(['--client', '203.0.113.9', '--path', 'api', '--kubeconfig', cp.kubeconfigPath, manifest]);
+      expect(narrowed.code).toBe(0);
+      expect(narrowed.out).toMatch(/^shoot--team--prod: DENY remote_ip \[192\.0\.2\.0\/24\]\n/);
+      const seedFile = await run(['--client', '203.0.113.9', '--kubeconfig', cp.kubeconfigPath, manifest, path.join(EMBEDDED_EXAMPLE, '01-gateways.yaml')]);
+      expect(seedFile.code).toBe(2);
+      expect(seedFile.err).toContain('with --kubeconfig the seed\'s objects come from the seed; PATH may only hold Shoot manifests, not ');
+    } finally {
+      await deleteObject(cp.kubeConfig, { apiVersion: 'v1', kind: 'ConfigMap', name: 'gardener-acl-config', namespace: 'istio-ingress' });
     }
   });
 

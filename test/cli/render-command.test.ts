@@ -10,6 +10,9 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
+import { renderSeed } from '../../src/render/seed-render.js';
+import { toYamlDocuments } from '../../src/render/yaml-documents.js';
+import { generatedSeedObjects, writeGeneratedSeed } from '../support/generated-seed.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const run = promisify(execFile);
@@ -95,6 +98,17 @@ describe('gardener-acl render', () => {
     const buckets = Array.from({ length: defaultOperatorConfig().ecdsBuckets }, (_, b) => ecdsBucketObjectName(b));
     const hopShards = Array.from({ length: SHARED_HOP_SHARDS }, (_, k) => sharedHopObjectName(k));
     expect(list.items.map((i) => i.metadata.name)).toEqual(['acl-connect-8132-ecds', 'acl-connect-8443-ecds', ...buckets, ...hopShards, SHARED_HOP_ENTRY_OBJECT]);
+  });
+
+  it('writes a seed of many objects byte for byte as the yaml library and JSON.stringify would, and a short run on a pipe says nothing on stderr', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'gardener-acl-render-many-'));
+    await writeGeneratedSeed(dir, 30, 50);
+    const whole = renderSeed(generatedSeedObjects(30, 50));
+    const items = [...whole.envoyFilters, ...whole.patches];
+    const yaml = await cli('render', dir);
+    expect(yaml).toEqual({ code: 0, stdout: toYamlDocuments(items), stderr: '' });
+    const json = await cli('render', '-o', 'json', dir);
+    expect(json).toEqual({ code: 0, stdout: `${JSON.stringify({ apiVersion: 'v1', kind: 'List', items }, null, 2)}\n`, stderr: '' });
   });
 
   it('exits 2 naming file, object and field for an invalid rule', async () => {

@@ -45,6 +45,26 @@ describe('WorkQueue basics', () => {
     q.shutDown();
   });
 
+  it('an urgent key overtakes a full resync already queued; a queued key added as urgent moves ahead; urgency ends when it is handed out', async () => {
+    const q = new WorkQueue();
+    for (let i = 0; i < 5_000; i++) q.add(`shoot-${i}`);
+    q.add('gardenlet-waits', true);
+    q.add('shoot-4999', true);
+    q.add('shoot-4999', true);
+    expect(q.len()).toBe(5_001);
+    expect(await q.get()).toBe('gardenlet-waits');
+    expect(await q.get()).toBe('shoot-4999');
+    expect(await q.get()).toBe('shoot-0');
+    // Added while processed: back in the lane it was last added to, after done().
+    q.add('shoot-0', true);
+    q.done('shoot-0');
+    expect(await q.get()).toBe('shoot-0');
+    q.done('shoot-0');
+    q.add('shoot-0');
+    expect(await q.get()).toBe('shoot-1');
+    expect(q.len()).toBe(4_998);
+  });
+
   it('a key done without re-add is not queued again', async () => {
     const q = new WorkQueue();
     q.add('k');
