@@ -81,12 +81,12 @@ async function liveOperatorConfig(kubeconfig: string, io: CommandIO): Promise<Op
   try {
     items = (await listAll(loadKubeConfig(kubeconfig), '/api/v1/configmaps', { fieldSelector: `metadata.name=${CONTROLLER_CONFIG_MAP}` })).items;
   } catch (error) {
-    io.stderr(`note: cannot read the controller's ConfigMap ${CONTROLLER_CONFIG_MAP} (${describeError(error)}); explaining with the default operator settings: give the controller's configuration with --config if they differ\n`);
+    io.stderr(`note: cannot read the controller's ConfigMap ${CONTROLLER_CONFIG_MAP} (${describeError(error)}); using the default operator settings: give the controller's configuration with --config if they differ\n`);
     return undefined;
   }
   const where = (item: Record<string, unknown>) => `ConfigMap ${String((item['metadata'] as { namespace?: unknown } | undefined)?.namespace)}/${CONTROLLER_CONFIG_MAP}`;
   if (items.length === 0) {
-    io.stderr(`note: no ConfigMap ${CONTROLLER_CONFIG_MAP} on the seed (is the extension installed?); explaining with the default operator settings; give the controller's configuration with --config\n`);
+    io.stderr(`note: no ConfigMap ${CONTROLLER_CONFIG_MAP} on the seed (is the extension installed?); using the default operator settings; give the controller's configuration with --config\n`);
     return undefined;
   }
   if (items.length > 1) return { error: `${items.map(where).join(' and ')}: more than one installation's configuration; give the one to use with --config` };

@@ -54,7 +54,7 @@ function isReadKind(kind: string): kind is ReadKind {
  * expects it to matter). Any other unread kind is named as a possible typo.
  */
 const UNREAD_KINDS: Readonly<Record<string, string>> = {
-  Shoot: 'a Shoot (core.gardener.cloud) lives in the garden: on a seed its ACL is the Extension acl in the shoot namespace, with the Cluster; the Shoot webhook checks a Shoot\'s providerConfig',
+  Shoot: 'a Shoot (core.gardener.cloud) lives in the garden: on a seed its ACL is the Extension acl in the shoot namespace, with the Cluster; the Shoot webhook checks a Shoot\'s providerConfig (offline: gardener-acl validate; gardener-acl explain takes a Shoot manifest as its shoot\'s ACL)',
   Namespace: '',
   Secret: '',
   VirtualService: '',
@@ -72,6 +72,7 @@ export function classifyObjects(objects: readonly SourcedObject[]): ClassifiedOb
   };
   const operatorConfigs: SourcedObject[] = [];
   const seen = new Map<string, string>();
+  const unread = new Map<string, number>();
   for (const { object, source } of objects) {
     if (typeof object === 'object' && object !== null && (object as { kind?: unknown }).kind === 'OperatorConfiguration') {
       operatorConfigs.push({ object, source });
@@ -84,6 +85,7 @@ export function classifyObjects(objects: readonly SourcedObject[]): ClassifiedOb
     }
     const { kind, metadata } = meta.data;
     if (!isReadKind(kind)) {
+      unread.set(kind, (unread.get(kind) ?? 0) + 1);
       const why = UNREAD_KINDS[kind];
       if (why !== '') {
         problems.push({
@@ -107,6 +109,11 @@ export function classifyObjects(objects: readonly SourcedObject[]): ClassifiedOb
       continue;
     }
     (buckets[kind] as unknown[]).push(parsed.data);
+  }
+  // Never skipped silently: also the kinds a seed directory commonly holds, which get no line of their own.
+  if (unread.size > 0) {
+    const count = [...unread.values()].reduce((a, b) => a + b, 0);
+    problems.push({ severity: 'warning', object: 'the inputs', message: `${count} object(s) of kinds not read: ${[...unread].map(([kind, n]) => `${n} ${kind}`).join(', ')}` });
   }
   return {
     inventory: {

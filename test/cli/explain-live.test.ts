@@ -87,7 +87,7 @@ describe('gardener-acl explain on a live seed (real kube-apiserver)', () => {
     const without = await live();
     expect(without.code).toBe(1);
     expect(without.err).toBe(
-      'note: no ConfigMap gardener-acl-config on the seed (is the extension installed?); explaining with the default operator settings; give the controller\'s configuration with --config\n',
+      'note: no ConfigMap gardener-acl-config on the seed (is the extension installed?); using the default operator settings; give the controller\'s configuration with --config\n',
     );
     // Gardener installs the chart into a namespace of its choosing; any namespace is found.
     const configMap = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'gardener-acl-config', namespace: 'istio-ingress' }, data: { 'config.yaml': await readFile(OPERATOR_CONFIG, 'utf8') } };

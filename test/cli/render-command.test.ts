@@ -76,14 +76,16 @@ describe('gardener-acl render', () => {
     expect(refused.stderr).toContain(`error: --config ${path.join(empty, 'op.yaml')}: no OperatorConfiguration in it`);
   });
 
-  it('objects it does not read are named: a Shoot manifest (with where its ACL lives on a seed) and a misspelt kind', async () => {
+  it('objects it does not read are named: a Shoot manifest (with where its ACL lives on a seed) and a misspelt kind; all of them, a Namespace too, are counted by kind', async () => {
     const dir = await seedDir({
+      'ns.yaml': 'apiVersion: v1\nkind: Namespace\nmetadata: {name: shoot--p--a}\n',
       'shoot.yaml': 'apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata: {name: test, namespace: garden-me}\nspec: {}\n',
       'typo.yaml': 'apiVersion: extensions.gardener.cloud/v1alpha1\nkind: Extention\nmetadata: {name: acl, namespace: shoot--p--a}\n',
     });
     const { code, stderr } = await cli('render', dir);
     expect(code).toBe(0);
-    expect(stderr).toContain(`warning: ${path.join(dir, 'shoot.yaml')} (document 1): Shoot garden-me/test: a Shoot (core.gardener.cloud) lives in the garden: on a seed its ACL is the Extension acl in the shoot namespace, with the Cluster; the Shoot webhook checks a Shoot's providerConfig`);
+    expect(stderr).toContain(`warning: ${path.join(dir, 'shoot.yaml')} (document 1): Shoot garden-me/test: a Shoot (core.gardener.cloud) lives in the garden: on a seed its ACL is the Extension acl in the shoot namespace, with the Cluster; the Shoot webhook checks a Shoot's providerConfig (offline: gardener-acl validate; gardener-acl explain takes a Shoot manifest as its shoot's ACL)`);
+    expect(stderr).toContain('warning: the inputs: 3 object(s) of kinds not read: 1 Namespace, 1 Shoot, 1 Extention\n');
     expect(stderr).toContain('Extention shoot--p--a/acl: kind "Extention" is not read (gardener-acl reads Cluster, Extension, Infrastructure, DNSRecord, Gateway, Deployment, Service, ConfigMap, EnvoyFilter, OperatorConfiguration); check the spelling');
   });
 

@@ -75,6 +75,13 @@ describe('served check in the controller (real kube-apiserver, resource manager,
   beforeAll(async () => {
     cp = await startWithObjects(objects.filter((o) => API_SERVER_KINDS.has(String(o['kind']))).map(forApiServer));
     grm = await startResourceManager(cp);
+    // The chart's ConfigMap with its default OperatorConfiguration: `verify` on the live seed reads the controller's settings from it.
+    await createObject(cp.kubeConfig, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'gardener-acl-config', namespace: INGRESS_GATEWAYS[0]?.namespace ?? 'istio-ingress' },
+      data: { 'config.yaml': 'apiVersion: acl.gardener.cloud/v1alpha1\nkind: OperatorConfiguration\n' },
+    });
     controller = await startTestController(cp.kubeConfig, { registry });
     for (const id of ACL_SHOOTS) {
       await eventually(`${id} Succeeded`, async () => {
