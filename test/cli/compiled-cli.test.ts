@@ -142,6 +142,21 @@ describe('the compiled gardener-acl', () => {
     expect(stdout).toMatch(/^shoot--team--prod: /);
   });
 
+  it('an owner’s offline check as a user runs it: validate refuses what the webhook refuses (exit 1), explain answers for the manifest alone (exit 0)', async () => {
+    const manifest = path.join(work, 'my-shoot.yaml');
+    const shoot = (rule: string) =>
+      `apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata: {name: prod, namespace: garden-team}\nspec:\n  extensions:\n  - type: acl\n    providerConfig: {rule: ${rule}}\n`;
+    await writeFile(manifest, shoot('{action: ALLOW, type: remote_ip, cidrs: [10.0.0.300/8]}'));
+    const refused = await cli('validate', manifest);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(`error: ${manifest} (document 1): Shoot garden-team/prod: the Shoot webhook refuses it (422 Invalid): spec.extensions[0].providerConfig.rule.cidrs[0]: "10.0.0.300/8" is not a valid CIDR`);
+    await writeFile(manifest, shoot('{action: ALLOW, type: remote_ip, cidrs: [198.51.100.0/24]}'));
+    expect((await cli('validate', manifest)).code).toBe(0);
+    const explained = await cli('explain', '--client', '198.51.100.7', '--always-allowed', '10.250.0.0/16', manifest);
+    expect(explained.code).toBe(0);
+    expect(explained.stdout).toMatch(/^shoot--team--prod: ALLOW remote_ip \[198\.51\.100\.0\/24\]\nadmitted api /);
+  });
+
   it('version prints package.json\'s version', async () => {
     const { version } = JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
     expect(await cli('version')).toEqual({ code: 0, stdout: `gardener-acl ${version}\n`, stderr: '' });
