@@ -4,7 +4,7 @@
 // OperatorConfiguration, else the defaults). Shared by explain and verify.
 import { parse as parseYaml } from 'yaml';
 import { formatCidr, type Cidr } from '../acl/cidr.js';
-import { parseOperatorConfig, type OperatorConfig } from '../acl/operator-config.js';
+import { defaultOperatorConfig, parseOperatorConfig, type OperatorConfig } from '../acl/operator-config.js';
 import { parseProviderConfig } from '../acl/provider-config.js';
 import { appliedFromState } from '../actuator/applied-state.js';
 import type { SourcedObject } from '../gardener/inventory.js';
@@ -16,6 +16,7 @@ import { seedModelFromObjects, type SeedModel } from '../render/seed-render.js';
 import { loadKubeConfig } from './kubeconfig.js';
 import { isShootManifest } from '../gardener/shoot-manifest.js';
 import { loadDocuments } from './load-documents.js';
+import { operatorConfigAmong } from './operator-config-file.js';
 import { withShootManifests, type ManifestInputs } from './shoot-manifest-inputs.js';
 import { EMBEDDED_EXAMPLE, type CommandIO } from './render-command.js';
 
@@ -179,24 +180,17 @@ export async function loadSeedModel(inputs: SeedInputs, io: CommandIO, command: 
     operator = parsed.config;
   }
   if (madeUpSeed && inputs.alwaysAllowed) {
-    const base = operator ?? operatorFromObjects(objects);
-    if (typeof base === 'string') {
-      io.stderr(`gardener-acl ${command}: ${base}\n`);
+    const own = operator ? { config: operator } : operatorConfigAmong(objects);
+    if ('problem' in own) {
+      io.stderr(`gardener-acl ${command}: ${own.problem.object}: ${own.problem.message}\n`);
       return 2;
     }
+    const base = own.config ?? defaultOperatorConfig();
     operator = { ...base, additionalAllowedCIDRs: [...base.additionalAllowedCIDRs, ...inputs.alwaysAllowed] };
   }
   const model = seedModelFromObjects(objects, operator);
   problems.push(...model.problems);
   return { model, problems, manifests, madeUpSeed };
-}
-
-/** The inputs' own OperatorConfiguration (or the defaults); a string says why it cannot be used. */
-function operatorFromObjects(objects: readonly SourcedObject[]): OperatorConfig | string {
-  const configs = objects.filter((o) => (o.object as { kind?: unknown } | null)?.kind === 'OperatorConfiguration');
-  if (configs.length > 1) return `${configs.map((c) => c.source).join(', ')}: more than one OperatorConfiguration; give exactly one`;
-  const parsed = parseOperatorConfig(configs[0]?.object);
-  return parsed.ok ? parsed.config : `${configs[0]?.source ?? 'OperatorConfiguration'}: ${parsed.errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`;
 }
 
 /**

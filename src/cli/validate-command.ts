@@ -2,7 +2,6 @@
 // manifest they are about to apply (or in CI) and gets the webhook's own verdict and texts; an
 // Extension object gets the controller's check of its providerConfig.
 import { z } from 'zod';
-import { parseOperatorConfig } from '../acl/operator-config.js';
 import { parseProviderConfig } from '../acl/provider-config.js';
 import { formatFieldErrors } from '../acl/field-errors.js';
 import { EXTENSION_TYPE } from '../gardener/seed-acl.js';
@@ -11,7 +10,7 @@ import { readShootManifest } from '../gardener/shoot-manifest.js';
 import { validateShoot } from '../webhook/shoot-validator.js';
 import { argsUsageError, parseCommandArgs, usageError } from './command-args.js';
 import { loadDocuments } from './load-documents.js';
-import { loadOperatorConfigFile } from './operator-config-file.js';
+import { loadOperatorConfigFile, operatorConfigAmong } from './operator-config-file.js';
 import type { CommandIO } from './render-command.js';
 
 export const VALIDATE_USAGE = `usage: gardener-acl validate [--config operator.yaml | --max-cidrs N] FILE...
@@ -72,19 +71,17 @@ export async function validateCommand(argv: readonly string[], io: CommandIO): P
   }
   const loaded = await loadDocuments(a.files, { readStdin: io.readStdin });
   for (const problem of loaded.problems) io.stderr(`${formatProblem(problem)}\n`);
-  const isOperatorConfig = (o: { readonly object: unknown }) => (o.object as { kind?: unknown } | null)?.kind === 'OperatorConfiguration';
-  const ownConfigs = loaded.objects.filter(isOperatorConfig);
   let maxCidrs = a['max-cidrs'] ?? operator.config.maxCIDRs;
   // A seed directory's own configuration counts, as for render and explain, unless a flag says otherwise.
-  if (a.config === undefined && a['max-cidrs'] === undefined && ownConfigs.length > 0) {
-    const parsed = ownConfigs.length === 1 ? parseOperatorConfig(ownConfigs[0]?.object) : undefined;
-    if (!parsed?.ok) {
-      const why = parsed ? formatFieldErrors(parsed.errors) : 'more than one OperatorConfiguration; give exactly one, or --config';
-      io.stderr(`${formatProblem({ severity: 'error', object: ownConfigs.map((c) => c.source).join(', '), message: why })}\n`);
+  if (a.config === undefined && a['max-cidrs'] === undefined) {
+    const own = operatorConfigAmong(loaded.objects);
+    if ('problem' in own) {
+      io.stderr(`${formatProblem(own.problem)}\n`);
       return 2;
     }
-    maxCidrs = parsed.config.maxCIDRs;
+    maxCidrs = own.config?.maxCIDRs ?? maxCidrs;
   }
+  const isOperatorConfig = (o: { readonly object: unknown }) => (o.object as { kind?: unknown } | null)?.kind === 'OperatorConfiguration';
   let checked = 0;
   let refused = 0;
   const skipped = new Map<string, number>();

@@ -27,6 +27,11 @@ export interface ShootManifest {
   readonly hasAcl: boolean;
 }
 
+/** The entry of spec.extensions that is the shoot's ACL: type acl, not disabled. */
+export function isEnabledAclEntry(entry: { readonly type: string; readonly disabled?: boolean | null | undefined }): boolean {
+  return entry.type === EXTENSION_TYPE && entry.disabled !== true;
+}
+
 export function isShootManifest(object: unknown): boolean {
   return typeof object === 'object' && object !== null && (object as { kind?: unknown }).kind === 'Shoot';
 }
@@ -48,6 +53,6 @@ export function readShootManifest(object: unknown): { readonly manifest: ShootMa
     return { error: `${ref}: cannot tell its technical ID: the namespace ${JSON.stringify(namespace)} is not garden-<project> and status.technicalID is not set; give --shoot shoot--<project>--${metadata.name}` };
   }
   if (!parseTechnicalID(technicalID)) return { error: `${ref}: ${JSON.stringify(technicalID)} is not a technical ID (shoot--<project>--<name>)` };
-  const acl = (spec?.extensions ?? []).find((entry) => entry.type === EXTENSION_TYPE && entry.disabled !== true);
+  const acl = (spec?.extensions ?? []).find(isEnabledAclEntry);
   return { manifest: { ref, technicalID, nodes: spec?.networking?.nodes ?? undefined, providerConfig: acl?.providerConfig, hasAcl: acl !== undefined } };
 }

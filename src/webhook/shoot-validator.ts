@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { formatFieldErrors, type FieldError } from '../acl/field-errors.js';
 import { parseProviderConfig } from '../acl/provider-config.js';
 import { jsonEqual } from '../rbac/deep-equal.js';
-import { EXTENSION_TYPE } from '../gardener/seed-acl.js';
+import { isEnabledAclEntry } from '../gardener/shoot-manifest.js';
 import { deny, type AdmissionRequest, type AdmissionVerdict } from './admission-review.js';
 
 const shootSchema = z.looseObject({
@@ -20,7 +20,7 @@ const shootSchema = z.looseObject({
 type ShootExtensions = NonNullable<NonNullable<z.infer<typeof shootSchema>['spec']>['extensions']>;
 
 function aclEntries(extensions: ShootExtensions | null | undefined) {
-  return (extensions ?? []).map((entry, index) => ({ entry, index })).filter(({ entry }) => entry.type === EXTENSION_TYPE && entry.disabled !== true);
+  return (extensions ?? []).map((entry, index) => ({ entry, index })).filter(({ entry }) => isEnabledAclEntry(entry));
 }
 
 function oldAclEntries(oldObject: unknown): unknown {
