@@ -379,6 +379,14 @@ describe('extension controller on a real kube-apiserver', () => {
     // what it cannot see (no-ops on the server). Unchanged input means no write once caches follow.
     await eventually('every cache watching again', () => controller.cachesWatching(), 60_000);
     await settled('caches caught up');
+    // A served-check pass that ran while the API server was down put "cannot list its pods" into
+    // every ACL shoot's ControlPlaneHealthy condition; the next pass (every 20 s) takes it out again,
+    // a status write per shoot that is not the resync's. Wait for that pass before the resync.
+    await eventually('the served check reads the gateways again', async () => {
+      const extensions = (await listAll(cp.kubeConfig, '/apis/extensions.gardener.cloud/v1alpha1/extensions')).items;
+      return extensions.every((e) => !JSON.stringify((e['status'] as { conditions?: unknown } | undefined)?.conditions ?? []).includes('cannot list its pods'));
+    }, 90_000);
+    await settled('served check caught up');
     writes.length = 0;
     controller.resync();
     await settled('resync after restart');
