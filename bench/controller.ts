@@ -6,6 +6,10 @@
 // max over 20 tries), the time from a new ACL shoot to protected on all paths, and the request
 // rate the controller sends during a 60 s storm of `429 Retry-After: 5` (its API traffic goes
 // through test/support/api-fault-proxy.ts).
+// The real gardener-resource-manager applies the ManagedResources (a shoot is Succeeded only once
+// its per-shoot filters are applied): its log at info and its periodic re-apply once an hour, so
+// that what the bench measures is the controller's work and the resource manager's first apply,
+// not thousands of ManagedResources applied again every 15 s on this 2-core machine.
 // The seed is shaped like a real one where memory is concerned: each shoot's Cluster embeds a
 // CloudProfile (machine images and types, ~40 KB) and each shoot has four Extensions of other types
 // with their own providerConfig and status. The controller runs compiled (tsc, no source maps) on
@@ -14,13 +18,14 @@
 // is printed against the chart's memory limit. `rss` as second argument stops after the convergence
 // and memory figures; a third argument gives each shoot's CIDR count (default 2; the default
 // maxCIDRs is 50), for sizing the heap on seeds of large ACLs.
-// usage: KUBE_ASSETS=$(bash scripts/setup-kube.sh | tail -1) npx tsx bench/controller.ts [shoots] [rss|all] [cidrs]
+// usage: KUBE_ASSETS=$(bash scripts/setup-kube.sh | tail -1) GARDENER_BIN=$(bash scripts/setup-gardener.sh | tail -1) npx tsx bench/controller.ts [shoots] [rss|all] [cidrs]
 import { spawn } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { listAll } from '../src/kube/list-watch.js';
 import { withApiRetry } from './api-retry.js';
@@ -29,6 +34,7 @@ import { execFileSync } from 'node:child_process';
 import { MANAGED_RESOURCE_NAME } from '../src/actuator/managed-resource.js';
 import { startWithCRDs } from '../test/kube/kube-test-helpers.js';
 import { startApiFaultProxy } from '../test/support/api-fault-proxy.js';
+import { startResourceManager, type ResourceManager } from '../test/support/gardener-resource-manager.js';
 import { DEFAULT_GW, ZONAL_GW, allowRule, createSeed, technicalID, type ShootFixture } from '../test/actuator/seed-fixture.js';
 
 const SHOOTS = Number(process.argv[2] ?? 1000);
@@ -124,6 +130,7 @@ async function main(): Promise<void> {
   const cp = await startWithCRDs([]);
   const controllerProcess: { kill?: () => void } = {};
   const proxy = await startApiFaultProxy(cp);
+  let grm: ResourceManager | undefined;
   try {
     const proxyKubeconfig = `${cp.dir}/via-fault-proxy.kubeconfig`;
     await writeFile(proxyKubeconfig, proxy.kubeConfigVia(cp.kubeConfig).exportConfig(), { mode: 0o600 });
@@ -150,6 +157,7 @@ async function main(): Promise<void> {
       }
     });
     console.log(`seed: ${SHOOTS} shoots with ${CIDRS} CIDRs each, 2 gateways, a CloudProfile in each Cluster and ${otherTypes.length} other Extensions per shoot; objects created in ${((Date.now() - seedStart) / 1000).toFixed(1)} s`);
+    grm = await startResourceManager(cp, { logLevel: 'info', syncPeriod: '1h' });
     const dist = path.join(ROOT, 'dist');
     execFileSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', path.join(ROOT, 'tsconfig.json'), '--outDir', dist, '--sourceMap', 'false'], { stdio: 'inherit' });
 
@@ -217,6 +225,7 @@ async function main(): Promise<void> {
       await sleep(30_000);
       console.log(`heap snapshot requested into ${snapshotDir}`);
     }
+    await gardenletWaitDuringResync(cp.kubeConfig, metrics, shoots);
     if (RSS_ONLY) return;
     // The controller resyncs every RESYNC_S here: one full pass over unchanged inputs.
     await sleep((RESYNC_S + 5) * 1000);
@@ -279,9 +288,45 @@ async function main(): Promise<void> {
     );
   } finally {
     controllerProcess.kill?.();
+    await grm?.stop();
     await proxy.close();
     await cp.stop();
   }
+}
+
+/**
+ * Gardenlet first (issue 31 point 3): a change of kube-system/shoot-info (a managed seed's egress
+ * ranges, which every ACL shoot reads) queues a full pass over every shoot, and right behind it
+ * gardenlet writes a new generation of one shoot. Prints the time until that Extension is
+ * Succeeded for the new generation (gardenlet's Wait gives up after 3 minutes) and how long the
+ * full pass took to drain, so the two can be compared.
+ */
+async function gardenletWaitDuringResync(kc: KubeConfig, metrics: () => Promise<string>, shoots: readonly ShootFixture[]): Promise<void> {
+  const target = shoots[Math.floor(shoots.length / 2)];
+  if (!target) return;
+  const ns = technicalID(target);
+  const extRef: ObjectRef = { apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension', name: 'acl', namespace: ns };
+  const reconcilesBefore = metric(await metrics(), 'controller_runtime_reconcile_total{controller="acl"');
+  await withApiRetry('kube-system', () => createObject(kc, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'kube-system' } }, { ignoreAlreadyExists: true }));
+  const info = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'shoot-info', namespace: 'kube-system' }, data: { bench: String(Date.now()) } };
+  const stored = await getObject(kc, { apiVersion: 'v1', kind: 'ConfigMap', name: 'shoot-info', namespace: 'kube-system' });
+  if (stored) await mergePatch(kc, { apiVersion: 'v1', kind: 'ConfigMap', name: 'shoot-info', namespace: 'kube-system' }, { data: info.data });
+  else await createObject(kc, info);
+  await sleep(200);
+  const written = await mergePatch(kc, extRef, { spec: { providerConfig: allowRule(...shootCidrs(shoots.indexOf(target)), '192.0.2.0/24') } });
+  const generation = (written as { metadata?: { generation?: number } } | undefined)?.metadata?.generation;
+  const succeeded = await timeUntil(async () => {
+    const ext = (await getObject(kc, extRef)) as { status?: { observedGeneration?: number; lastOperation?: { state?: string } } } | undefined;
+    return ext?.status?.observedGeneration === generation && ext?.status?.lastOperation?.state === 'Succeeded';
+  }, 180_000);
+  const drained = await timeUntil(async () => {
+    const text = await metrics();
+    return metric(text, 'workqueue_depth{name="acl"') === 0 && metric(text, 'controller_runtime_reconcile_total{controller="acl"') - reconcilesBefore >= shoots.length;
+  }, 600_000);
+  console.log(
+    `gardenlet's new generation during a full pass over ${shoots.length} shoots: Succeeded after ${succeeded === undefined ? 'more than 180 s (gardenlet gives up)' : seconds(succeeded)}; ` +
+      `the full pass drained after ${drained === undefined ? 'more than 600 s' : seconds(drained + (succeeded ?? 0))}`,
+  );
 }
 
 await main();

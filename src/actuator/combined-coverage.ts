@@ -9,10 +9,11 @@ import { jsonEqual } from '../rbac/deep-equal.js';
 import { HTTP_RBAC_TYPE } from '../rbac/envoy-rbac-types.js';
 import { combinedEntries, type PolicyEntry } from '../rbac/filter-values.js';
 import type { GatewayWorkload } from '../acl/model.js';
+import { perObject } from './per-object-memo.js';
 
 /** How coverage reads one form's stored objects (see combined-forms.ts). */
 export interface CombinedFormReader {
-  storedShards(filter: EnvoyFilterObject): { readonly port: number; readonly entries: ReadonlyMap<string, PolicyEntry<unknown>> }[];
+  storedShards(filter: EnvoyFilterObject): readonly { readonly port: number; readonly entries: ReadonlyMap<string, PolicyEntry<unknown>> }[];
   /** Whether what the shard named `shard` relies on at the gateway and port is stored as written. */
   supportStored(stored: readonly EnvoyFilterObject[], gateway: GatewayWorkload, port: number, shard: string): boolean;
 }
@@ -86,19 +87,17 @@ export function storedCoverage(
 }
 
 /** The workload labels a stored filter selects; undefined when it has none or an unreadable spec. */
-export function storedSelector(filter: EnvoyFilterObject): Readonly<Record<string, string>> | undefined {
-  return storedSpecSchema.safeParse(filter.spec).data?.workloadSelector?.labels;
-}
+export const storedSelector = perObject((filter: EnvoyFilterObject): Readonly<Record<string, string>> | undefined => storedSpecSchema.safeParse(filter.spec).data?.workloadSelector?.labels);
 
 /** The patches of one stored filter (shaped as the generator writes them): port and entries by technical ID. */
-export function storedPatches(filter: EnvoyFilterObject): { readonly port: number; readonly entries: ReadonlyMap<string, PolicyEntry<unknown>> }[] {
+export const storedPatches = perObject((filter: EnvoyFilterObject): readonly { readonly port: number; readonly entries: ReadonlyMap<string, PolicyEntry<unknown>> }[] => {
   const spec = storedSpecSchema.safeParse(filter.spec);
   if (!spec.success) return [];
   return spec.data.configPatches.flatMap((raw) => {
     const patch = storedPatchSchema.safeParse(raw);
     return patch.success ? [{ port: patch.data.match.listener.portNumber, entries: combinedEntries(patch.data.patch.value.typed_config) }] : [];
   });
-}
+});
 
 /** Every entry one stored filter holds, by technical ID (the last patch wins for a shoot listed twice). */
 export function storedEntries(filter: EnvoyFilterObject): ReadonlyMap<string, PolicyEntry<unknown>> {

@@ -51,6 +51,7 @@ import type { Policy } from '../rbac/envoy-rbac-types.js';
 import { SHARED_HOP_ENTRY_OBJECT, isSharedHopObjectName } from '../rbac/shared-tunnel-hop.js';
 import type { CombinedWrite } from './combined-syncer.js';
 import { storedPatches, storedSelector, type CombinedFormReader } from './combined-coverage.js';
+import { perObject } from './per-object-memo.js';
 
 export interface ShardName {
   readonly port: number;
@@ -173,7 +174,7 @@ function matcherForm(operator: OperatorConfig): CombinedForm {
       if (stillChecked.length === 0) return undefined;
       return extractionObject({ namespace: current.metadata.namespace, selector: wanted.spec.workloadSelector.labels }, port, [...new Set([...headers, ...stillChecked])].sort());
     },
-    storedShards: (filter) => {
+    storedShards: perObject((filter) => {
       const name = parseMatcherFilterName(filter.metadata.name);
       const selector = storedSelector(filter);
       if (!name || !selector) return [];
@@ -181,7 +182,7 @@ function matcherForm(operator: OperatorConfig): CombinedForm {
       // Only an object exactly as written counts: anything else another writer changed may not enforce the leaves it holds.
       const rebuilt = matcherConnectFilter({ namespace: filter.metadata.namespace, selector }, name.port, name.shard, headers, entries);
       return jsonEqual(rebuilt.spec, filter.spec) ? [{ port: name.port, entries }] : [];
-    },
+    }),
     supportStored: (stored, gateway, port) => {
       const wanted = extractionObject(gateway, port, headers);
       const found = stored.find((f) => f.metadata.namespace === gateway.namespace && f.metadata.name === extractionObjectName(port));
@@ -221,6 +222,20 @@ function withCarriedResources(bucketObject: CombinedWrite, bucket: number, store
 function ecdsForm(operator: OperatorConfig): CombinedForm {
   const headers = operator.protectedHeaders;
   const leafForm = matcherForm(operator);
+  // Asked for every bucket of the port on every reading: the listener part is compared once per stored object.
+  const partChecks = new WeakMap<EnvoyFilterObject, Map<string, boolean>>();
+  const bucketCountOf = perObject((part: EnvoyFilterObject) => storedBucketCount(part.spec));
+  const partAsWritten = (part: EnvoyFilterObject, gateway: GatewayWorkload, port: number, count: number): boolean => {
+    const checks = partChecks.get(part) ?? new Map<string, boolean>();
+    partChecks.set(part, checks);
+    const key = JSON.stringify([gateway.namespace, gateway.selector, port, count]);
+    let asWritten = checks.get(key);
+    if (asWritten === undefined) {
+      asWritten = jsonEqual(part.spec, ecdsListenerObject(gateway, port, headers, count).spec);
+      checks.set(key, asWritten);
+    }
+    return asWritten;
+  };
   const bytes = (id: string, entry: PolicyEntry<unknown>): number => ecdsEntryBytes(id, entry.policy as OnMatch);
   const scaffolding = ecdsScaffoldingBytes(headers);
   const bucketPlacement = (shoots: readonly ShootPolicy[], buckets: number, stored: readonly EnvoyFilterObject[]): Placement & { readonly overflowing: boolean } => {
@@ -285,23 +300,23 @@ function ecdsForm(operator: OperatorConfig): CombinedForm {
       if (JSON.stringify(withCarried.object).length <= operator.maxObjectBytes) return withCarried.object;
       return union.length === headers.length ? undefined : widened;
     },
-    storedShards: (filter) => {
+    storedShards: perObject((filter) => {
       const bucket = parseEcdsBucketObjectName(filter.metadata.name);
       const selector = storedSelector(filter);
       if (bucket === undefined || !selector) return [];
       const entries = storedMatcherEntries(filter.spec);
       const rebuilt = ecdsBucketObject({ namespace: filter.metadata.namespace, selector }, bucket, headers, entries);
       return jsonEqual(rebuilt.spec, filter.spec) ? operator.protectedPorts.map((port) => ({ port, entries })) : [];
-    },
+    }),
     // A bucket protects on a port when that port's listener part is stored as written and names it,
     // and every bucket it names exists (a listener naming a missing resource never starts serving).
     supportStored: (stored, gateway, port, shard) => {
       const bucket = parseEcdsBucketObjectName(shard);
       const inNamespace = stored.filter(sameNamespace(gateway.namespace));
       const part = inNamespace.find((f) => f.metadata.name === ecdsListenerObjectName(port));
-      const count = part === undefined ? undefined : storedBucketCount(part.spec);
+      const count = part === undefined ? undefined : bucketCountOf(part);
       if (bucket === undefined || part === undefined || count === undefined || bucket >= count) return false;
-      if (!jsonEqual(part.spec, ecdsListenerObject(gateway, port, headers, count).spec)) return false;
+      if (!partAsWritten(part, gateway, port, count)) return false;
       const names = new Set(inNamespace.map((f) => f.metadata.name));
       return Array.from({ length: count }, (_, b) => ecdsBucketObjectName(b)).every((name) => names.has(name));
     },
@@ -354,10 +369,10 @@ export function keptWith(shard: EnvoyFilterObject, stored: readonly EnvoyFilterO
  * the plan carries over while shoots move and keeps for shoots that fit no shard; coverage reads
  * strictly (`storedShards`) instead.
  */
-export function storedEntriesAnyForm(filter: EnvoyFilterObject): Map<string, PolicyEntry<unknown>> {
+export const storedEntriesAnyForm = perObject((filter: EnvoyFilterObject): ReadonlyMap<string, PolicyEntry<unknown>> => {
   if (parseMatcherFilterName(filter.metadata.name) || parseEcdsBucketObjectName(filter.metadata.name) !== undefined) return storedMatcherEntries(filter.spec);
   return new Map(storedPatches(filter).flatMap((p) => [...p.entries]));
-}
+});
 
 /**
  * A kept object of another form rewritten to hold only the entries of `unplaced` shoots (they

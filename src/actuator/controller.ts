@@ -66,6 +66,10 @@ function atLeast(cached: string | undefined, written: string): boolean {
   return cached !== undefined && /^\d+$/.test(cached) && /^\d+$/.test(written) && BigInt(cached) >= BigInt(written);
 }
 const EXT_PREFIX = 'ext:';
+/** How long a pass's write may take to reach the Extension cache before the next pass goes ahead without it. */
+const HOLD_FOR_CACHE_MS = 2_000;
+/** How often a key woken early (another event) looks again whether the cache shows its last write. */
+const CACHE_HOLD_POLL_MS = 20;
 
 export interface ControllerOptions {
   readonly kubeConfig: KubeConfig;
@@ -153,6 +157,8 @@ export class AclController {
   private readonly workerLoops: Promise<void>[] = [];
   /** Extension keys whose last reconcile waits for the combined filters to protect them as recorded. */
   private readonly awaitingCombined = new Set<string>();
+  /** Extension keys whose next pass waits for the cache to show what their last pass wrote (see heldForCache). */
+  private readonly cacheHolds = new Map<string, { readonly resourceVersion: string; readonly until: number }>();
   /** The gateways' selectors when a pod last changed them (see gatewayPods). */
   private lastGatewaySelectors: string | undefined;
 
@@ -503,17 +509,20 @@ export class AclController {
   }
 
   /**
-   * Holds the key until the Extension cache shows the version this pass wrote (or the Extension is
-   * gone, or ~2 s passed): the next pass then decides on what is stored, not on an older copy
-   * that would make it repeat writes already made. Events meanwhile coalesce on the held key.
+   * Whether `key` waits for the Extension cache to show the version its last pass wrote (for at
+   * most HOLD_FOR_CACHE_MS): the next pass then decides on what is stored, not on an older copy
+   * that would make it repeat writes already made. The key is parked meanwhile instead of holding
+   * a worker: the write's own watch event brings it back, usually within milliseconds.
    */
-  private async cacheShows(ext: Extension, resourceVersion: string): Promise<void> {
-    const deadline = Date.now() + 2_000;
-    while (Date.now() < deadline && !this.stopping) {
-      const cached = this.informers.extensions.get(ext.metadata.name, ext.metadata.namespace);
-      if (!cached || atLeast(cached.metadata.resourceVersion, resourceVersion)) return;
-      await new Promise((resolve) => setTimeout(resolve, 10));
+  private heldForCache(key: string, ext: Extension): boolean {
+    const hold = this.cacheHolds.get(key);
+    if (hold === undefined) return false;
+    if (!this.stopping && performance.now() < hold.until && !atLeast(ext.metadata.resourceVersion, hold.resourceVersion)) {
+      this.queue.addAfter(key, CACHE_HOLD_POLL_MS);
+      return true;
     }
+    this.cacheHolds.delete(key);
+    return false;
   }
 
   /** The failure of an Extension's reconcile in its status (not after losing the lease: that replica must not write). */
@@ -548,7 +557,11 @@ export class AclController {
     }
     const [namespace, name] = key.slice(EXT_PREFIX.length).split('/');
     const ext = this.informers.extensions.get(name ?? '', namespace);
-    if (!ext) return 'done';
+    if (!ext) {
+      this.cacheHolds.delete(key);
+      return 'done';
+    }
+    if (this.heldForCache(key, ext)) return 'parked';
     const cluster = this.informers.clusters.get(ext.metadata.namespace);
     const skip = skipReason(ext, cluster);
     if (skip !== undefined) {
@@ -556,7 +569,7 @@ export class AclController {
       return 'done';
     }
     const outcome = await this.reconciler.reconcile(ext, { forceDelete: shootNeedsForceDeletion(cluster) });
-    if (outcome.written !== undefined) await this.cacheShows(ext, outcome.written);
+    if (outcome.written !== undefined) this.cacheHolds.set(key, { resourceVersion: outcome.written, until: performance.now() + HOLD_FOR_CACHE_MS });
     return outcome.kind;
   }
 

@@ -213,8 +213,7 @@ describe('extension controller on a real kube-apiserver', () => {
         'apply ManagedResource',
         'create Secret', // the previous one is left to the resource manager's garbage collector
         'patch Extension', // reconcile annotation removed
-        'patch-status Extension', // Processing: gardenlet's request taken up, before the actuator runs
-        'patch-status Extension', // Processing: the new ACL recorded, the combined filters built from it
+        'patch-status Extension', // Processing: gardenlet's request taken up with the new ACL recorded, the combined filters built from it
         'patch-status Extension', // Succeeded once the stored combined filters hold it everywhere
       ].sort(),
     );
