@@ -308,10 +308,10 @@ async function gardenletWaitDuringResync(kc: KubeConfig, metrics: () => Promise<
   const extRef: ObjectRef = { apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension', name: 'acl', namespace: ns };
   const reconcilesBefore = metric(await metrics(), 'controller_runtime_reconcile_total{controller="acl"');
   await withApiRetry('kube-system', () => createObject(kc, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'kube-system' } }, { ignoreAlreadyExists: true }));
-  const info = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'shoot-info', namespace: 'kube-system' }, data: { bench: String(Date.now()) } };
-  const stored = await getObject(kc, { apiVersion: 'v1', kind: 'ConfigMap', name: 'shoot-info', namespace: 'kube-system' });
-  if (stored) await mergePatch(kc, { apiVersion: 'v1', kind: 'ConfigMap', name: 'shoot-info', namespace: 'kube-system' }, { data: info.data });
-  else await createObject(kc, info);
+  const infoRef: ObjectRef = { apiVersion: 'v1', kind: 'ConfigMap', name: 'shoot-info', namespace: 'kube-system' };
+  const data = { bench: String(Date.now()) };
+  if (await getObject(kc, infoRef)) await mergePatch(kc, infoRef, { data });
+  else await createObject(kc, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'shoot-info', namespace: 'kube-system' }, data });
   await sleep(200);
   const written = await mergePatch(kc, extRef, { spec: { providerConfig: allowRule(...shootCidrs(shoots.indexOf(target)), '192.0.2.0/24') } });
   const generation = (written as { metadata?: { generation?: number } } | undefined)?.metadata?.generation;

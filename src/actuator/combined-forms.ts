@@ -223,17 +223,16 @@ function ecdsForm(operator: OperatorConfig): CombinedForm {
   const headers = operator.protectedHeaders;
   const leafForm = matcherForm(operator);
   // Asked for every bucket of the port on every reading: the listener part is compared once per stored object.
-  const partChecks = new WeakMap<EnvoyFilterObject, Map<string, boolean>>();
+  // Asked for every bucket of the port on every reading: the listener part is compared once per stored object.
   const bucketCountOf = perObject((part: EnvoyFilterObject) => storedBucketCount(part.spec));
+  const checksOf = perObject((_part: EnvoyFilterObject) => new Map<string, boolean>());
   const partAsWritten = (part: EnvoyFilterObject, gateway: GatewayWorkload, port: number, count: number): boolean => {
-    const checks = partChecks.get(part) ?? new Map<string, boolean>();
-    partChecks.set(part, checks);
+    const checks = checksOf(part);
     const key = JSON.stringify([gateway.namespace, gateway.selector, port, count]);
-    let asWritten = checks.get(key);
-    if (asWritten === undefined) {
-      asWritten = jsonEqual(part.spec, ecdsListenerObject(gateway, port, headers, count).spec);
-      checks.set(key, asWritten);
-    }
+    const known = checks.get(key);
+    if (known !== undefined) return known;
+    const asWritten = jsonEqual(part.spec, ecdsListenerObject(gateway, port, headers, count).spec);
+    checks.set(key, asWritten);
     return asWritten;
   };
   const bytes = (id: string, entry: PolicyEntry<unknown>): number => ecdsEntryBytes(id, entry.policy as OnMatch);

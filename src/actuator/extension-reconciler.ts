@@ -168,9 +168,9 @@ export class ExtensionReconciler {
   private async reconcileOrRestore(ext: Extension, type: OperationType): Promise<ReconcileOutcome> {
     const annotation = ext.metadata.annotations?.[OPERATION_ANNOTATION];
     const requested = isRequested(ext);
-    // The finalizer first: its patch is guarded by the resourceVersion of `ext`, which the
-    // annotation removal would change. Gardener removes `reconcile` when work starts, `restore`
-    // after success.
+    // The finalizer first (or with the annotation's removal, in one patch): its patch is guarded by
+    // the resourceVersion of `ext`, which a separate removal would change. Gardener removes
+    // `reconcile` when work starts, `restore` after success.
     if (!hasFinalizer(ext)) {
       // A new Extension comes with gardenlet's `reconcile`: one patch takes both steps (one write
       // less per shoot on a cold start), the removal guarded by the value it removes.

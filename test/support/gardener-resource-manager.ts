@@ -45,8 +45,6 @@ export interface ResourceManagerOptions {
   garbageCollectorSyncPeriod?: string;
   /** Network-policy controller on, for namespaces matching these label selectors; off when undefined. */
   networkPolicyNamespaceSelectors?: { matchLabels?: Record<string, string>; matchExpressions?: unknown[] }[];
-  /** Workers of the ManagedResource and health controllers (default 5). */
-  concurrentSyncs?: number;
   /** Its log level (default debug; a bench of thousands of ManagedResources wants info). */
   logLevel?: 'debug' | 'info' | 'error';
 }
@@ -90,8 +88,8 @@ export async function startResourceManager(cp: ControlPlane, opts: ResourceManag
       clusterID: '',
       resourceClass: 'seed',
       garbageCollector: { enabled: opts.garbageCollectorSyncPeriod !== undefined, syncPeriod: opts.garbageCollectorSyncPeriod ?? '1h' },
-      health: { concurrentSyncs: opts.concurrentSyncs ?? 5, syncPeriod: opts.syncPeriod ?? '15s' },
-      managedResource: { concurrentSyncs: opts.concurrentSyncs ?? 5, syncPeriod: opts.syncPeriod ?? '15s', managedByLabelValue: 'gardener' },
+      health: { concurrentSyncs: 5, syncPeriod: opts.syncPeriod ?? '15s' },
+      managedResource: { concurrentSyncs: 5, syncPeriod: opts.syncPeriod ?? '15s', managedByLabelValue: 'gardener' },
       networkPolicy: { enabled: opts.networkPolicyNamespaceSelectors !== undefined, namespaceSelectors: opts.networkPolicyNamespaceSelectors ?? [] },
     },
   };
