@@ -13,6 +13,8 @@ import { hostsOnEveryGateway } from '../gardener/predicted-api-hosts.js';
 import { formatProblem } from '../gardener/problems.js';
 import { seedContext, shootAclFromInventory, type SeedInventory } from '../gardener/seed-acl.js';
 import { isNotFound } from '../kube/errors.js';
+import type { KubeObjectJson } from '../kube/object-json.js';
+import { WrittenVersions } from '../kube/written-versions.js';
 import { jsonEqual } from '../rbac/deep-equal.js';
 import { legacyProxyPatch, type LegacyProxyAcl } from '../rbac/legacy-proxy-patch.js';
 import { buildShootEnvoyFilters, shootFilterName, tunnelHopFilterName } from '../rbac/shoot-envoy-filters.js';
@@ -48,6 +50,11 @@ export interface AclActuatorDeps {
    * watch. False whenever the caches cannot tell (not listed yet, a kind not cached).
    */
   readonly surelyAbsent?: (ref: ObjectRef) => boolean;
+  /**
+   * The informer's copy of the shoot's ManagedResource (`stored` undefined: it holds none), or
+   * undefined while the cache cannot answer (not listed yet).
+   */
+  readonly cachedManagedResource?: (namespace: string) => { readonly stored: KubeObjectJson | undefined } | undefined;
 }
 
 /** Names Gardener gave its per-shoot EnvoyFilter for the legacy apiserver-proxy port over the releases. */
@@ -60,6 +67,9 @@ const MR_REF = (namespace: string): ObjectRef => ({ apiVersion: 'resources.garde
 const DONE: ActuatorResult = { kind: 'done' };
 
 export class AclActuator implements Actuator {
+  /** Per shoot namespace, the ManagedResource this process last applied, until the cache shows it. */
+  private readonly managedResourceWrites = new WrittenVersions();
+
   constructor(private readonly deps: AclActuatorDeps) {}
 
   private log(ext: Extension): Logger {
@@ -218,16 +228,27 @@ export class AclActuator implements Actuator {
   private async writeManagedResource(namespace: string, filters: Parameters<typeof managedResourceObjects>[1]): Promise<ManagedResourceProgress> {
     const { client } = this.deps;
     const desired = managedResourceObjects(namespace, filters);
-    const stored = await client.get(MR_REF(namespace));
+    const stored = await this.storedManagedResource(namespace);
     const check = checkStoredManagedResource(stored, desired.managedResource);
     if (check.upToDate && !check.notApplied) return managedResourceProgress(stored);
     // Add before remove: the new Secret exists before the ManagedResource names it.
     await client.createIfAbsent(desired.secret);
     // The Secret it named before is left to the resource manager's garbage collector, which deletes
     // it once nothing references it (managed-resource.ts): the controller deletes no Secret.
-    if (!check.upToDate) await client.apply(desired.managedResource);
+    if (!check.upToDate) this.managedResourceWrites.note(namespace, (await client.apply(desired.managedResource)).resourceVersion);
     // Just written: the resource manager's status (an event on its informer) says when it is applied.
     return { kind: 'waiting', detail: 'written; the resource manager has not applied it yet' };
+  }
+
+  /**
+   * The stored ManagedResource, from the cache when it can answer: it has listed, and it shows the
+   * last write of this process (an older copy could still name the Secret before it, and a rule
+   * changed back meanwhile would then look applied). Otherwise read live.
+   */
+  private async storedManagedResource(namespace: string): Promise<unknown> {
+    const cached = this.deps.cachedManagedResource?.(namespace);
+    if (cached !== undefined && !this.managedResourceWrites.lagging(namespace, cached.stored?.metadata.resourceVersion)) return cached.stored;
+    return this.deps.client.get(MR_REF(namespace));
   }
 
   /**
@@ -273,6 +294,8 @@ export class AclActuator implements Actuator {
   private async remove(ext: Extension, force: boolean): Promise<ActuatorResult> {
     const { client } = this.deps;
     const namespace = ext.metadata.namespace;
+    this.managedResourceWrites.forget(namespace);
+    // Read live: a deletion is rare, and a cached copy that lags would skip the keepObjects patch.
     const current = await client.get(MR_REF(namespace));
     if (current) {
       if (!(current['metadata'] as { deletionTimestamp?: string }).deletionTimestamp) {

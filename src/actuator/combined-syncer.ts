@@ -28,6 +28,8 @@ import { storedCoverage, storedSelector, uncoveredPaths, type StoredCoverage } f
 import { changesListeners, combinedForm, copiedFor, deletionRank, type CombinedForm, isShardName, keptOnly, keptSupportRestored, keptWith, storedEntriesAnyForm } from './combined-forms.js';
 import { OPERATION_ANNOTATION, Operation, isMigrated } from './extension-contract.js';
 import { tunnelStateFromRecord } from './tunnel-generation.js';
+import { resourceVersionAtLeast } from '../kube/written-versions.js';
+import { hasShootClass } from '../gardener/extension-class.js';
 
 export interface CombinedSyncerDeps {
   readonly client: ClusterClient;
@@ -71,7 +73,7 @@ export interface ListenerGate {
 
 /** An Extension whose shoot is served by this seed: not deleted, migrated or awaiting restore. */
 export function isActive(ext: Extension): boolean {
-  if (ext.spec.type !== EXTENSION_TYPE || (ext.spec.class ?? 'shoot') !== 'shoot' || ext.metadata.deletionTimestamp) return false;
+  if (ext.spec.type !== EXTENSION_TYPE || !hasShootClass(ext) || ext.metadata.deletionTimestamp) return false;
   const annotation = ext.metadata.annotations?.[OPERATION_ANNOTATION];
   if (annotation === Operation.migrate || annotation === Operation.waitForState) return false;
   return !isMigrated(ext);
@@ -332,13 +334,6 @@ function hasForeignFields(stored: unknown, wanted: unknown): boolean {
   if (typeof wanted !== 'object' || wanted === null || Array.isArray(wanted)) return true;
   const w = wanted as Record<string, unknown>;
   return Object.entries(stored).some(([k, v]) => !Object.hasOwn(w, k) || hasForeignFields(v, w[k]));
-}
-
-/** etcd-backed resourceVersions are increasing integers (comparable since Kubernetes 1.35); anything else only by equality. */
-function resourceVersionAtLeast(have: string | undefined, want: string): boolean {
-  if (have === undefined) return false;
-  if (/^\d+$/.test(have) && /^\d+$/.test(want)) return BigInt(have) >= BigInt(want);
-  return have === want;
 }
 
 /** One of our writes the cache must show before the next decision. */

@@ -28,7 +28,7 @@ import {
   type Infrastructure,
   type Service,
 } from '../gardener/objects.js';
-import { PolicyInterner, cachedCluster, cachedDeployment, cachedDnsRecord, cachedExtension, cachedInfrastructure, cachedPod, cachedService, identityOnly, withoutFieldManagement } from '../gardener/cached-views.js';
+import { PolicyInterner, cachedCluster, cachedManagedResource, cachedDeployment, cachedDnsRecord, cachedExtension, cachedInfrastructure, cachedPod, cachedService, identityOnly, withoutFieldManagement } from '../gardener/cached-views.js';
 import { jsonEqual } from '../rbac/deep-equal.js';
 import { WATCHED, type WatchedResource } from '../gardener/watched-resources.js';
 import { EXTENSION_TYPE, seedAclFromInventory, seedGatewayWorkloads, shootInventoryNamespaces, type SeedInventory } from '../gardener/seed-acl.js';
@@ -41,6 +41,7 @@ import { FenceRefusedError } from '../kube/lease-fence.js';
 import { kubeObjectJsonSchema, type KubeObjectJson } from '../kube/object-json.js';
 import { createWorkQueueMetrics } from '../kube/metrics.js';
 import { WorkQueue } from '../kube/work-queue.js';
+import { WrittenVersions } from '../kube/written-versions.js';
 import { MANAGED_BY, MANAGED_BY_LABEL, ROLE_LABEL } from '../rbac/envoy-filter-types.js';
 import { LEGACY_FILTER_PREFIX } from '../rbac/legacy-proxy-patch.js';
 import type { ClusterClient } from './cluster-client.js';
@@ -50,6 +51,7 @@ import { AclActuator } from './acl-actuator.js';
 import { ExtensionReconciler } from './extension-reconciler.js';
 import { hasShootClass, shootNeedsForceDeletion, skipReason } from './handled-extensions.js';
 import { appliedFromState } from './applied-state.js';
+import { MANAGED_RESOURCE_NAME } from './managed-resource.js';
 import { CONTROL_PLANE_HEALTHY } from './health-condition.js';
 import { REFERENCE_FINALIZER, REFERENCE_MANAGED_RESOURCE, retireReferenceWebhook } from './reference-extension.js';
 import { recordWarningEvent } from './events.js';
@@ -57,14 +59,6 @@ import { gardenletWaits } from './extension-contract.js';
 
 export const COMBINED_KEY = 'combined';
 
-/**
- * Whether `cached` is `written` or later. resourceVersions are opaque, but etcd's are integers
- * that only grow; a later foreign write must not hold the key until the deadline.
- */
-function atLeast(cached: string | undefined, written: string): boolean {
-  if (cached === written) return true;
-  return cached !== undefined && /^\d+$/.test(cached) && /^\d+$/.test(written) && BigInt(cached) >= BigInt(written);
-}
 const EXT_PREFIX = 'ext:';
 /** How long a pass's write may take to reach the Extension cache before the next pass goes ahead without it. */
 const HOLD_FOR_CACHE_MS = 2_000;
@@ -157,8 +151,8 @@ export class AclController {
   private readonly workerLoops: Promise<void>[] = [];
   /** Extension keys whose last reconcile waits for the combined filters to protect them as recorded. */
   private readonly awaitingCombined = new Set<string>();
-  /** Extension keys whose next pass waits for the cache to show what their last pass wrote (see heldForCache). */
-  private readonly cacheHolds = new Map<string, { readonly resourceVersion: string; readonly until: number }>();
+  /** Per Extension key, what its last pass wrote, until the cache shows it (see heldForCache). */
+  private readonly extensionWrites = new WrittenVersions(HOLD_FOR_CACHE_MS);
   /** The gateways' selectors when a pod last changed them (see gatewayPods). */
   private lastGatewaySelectors: string | undefined;
 
@@ -258,7 +252,8 @@ export class AclController {
       ),
       // Any change to our ManagedResources (a foreign delete or edit, the resource manager's
       // status) makes the shoot converge again on what is stored.
-      managedResources: informer(WATCHED.managedResources, (raw) => mapDefined(kubeObjectJsonSchema.safeParse(raw).data, identityOnly), (_e, mr) => this.enqueueNamespace(mr.metadata.namespace ?? '')),
+      // The actuator reads the stored ManagedResource from here (cachedManagedResource).
+      managedResources: informer(WATCHED.managedResources, (raw) => mapDefined(kubeObjectJsonSchema.safeParse(raw).data, cachedManagedResource), (_e, mr) => this.enqueueNamespace(mr.metadata.namespace ?? '')),
       // The reference extension's, which the shoot's reconcile retires once this controller protects it.
       referenceManagedResources: informer(WATCHED.referenceManagedResources, (raw) => mapDefined(kubeObjectJsonSchema.safeParse(raw).data, identityOnly), (_e, mr) =>
         this.enqueueNamespace(mr.metadata.namespace ?? ''),
@@ -278,6 +273,8 @@ export class AclController {
       awaitCombined: (ext) => this.awaitingCombined.add(`${EXT_PREFIX}${ext.metadata.namespace}/${ext.metadata.name}`),
       warn: (ext, reason, message, once) => recordWarningEvent(options.client, ext, reason, message, now(), once),
       surelyAbsent: (ref) => this.surelyAbsent(ref),
+      cachedManagedResource: (namespace) =>
+        this.informers.managedResources.hasSynced() ? { stored: this.informers.managedResources.get(MANAGED_RESOURCE_NAME, namespace) } : undefined,
     });
     this.served = options.servedCheck
       ? new ServedChecker({
@@ -515,14 +512,13 @@ export class AclController {
    * a worker: the write's own watch event brings it back, usually within milliseconds.
    */
   private heldForCache(key: string, ext: Extension): boolean {
-    const hold = this.cacheHolds.get(key);
-    if (hold === undefined) return false;
-    if (!this.stopping && performance.now() < hold.until && !atLeast(ext.metadata.resourceVersion, hold.resourceVersion)) {
-      this.queue.addAfter(key, CACHE_HOLD_POLL_MS);
-      return true;
+    if (this.stopping) {
+      this.extensionWrites.forget(key);
+      return false;
     }
-    this.cacheHolds.delete(key);
-    return false;
+    if (!this.extensionWrites.lagging(key, ext.metadata.resourceVersion)) return false;
+    this.queue.addAfter(key, CACHE_HOLD_POLL_MS);
+    return true;
   }
 
   /** The failure of an Extension's reconcile in its status (not after losing the lease: that replica must not write). */
@@ -558,7 +554,7 @@ export class AclController {
     const [namespace, name] = key.slice(EXT_PREFIX.length).split('/');
     const ext = this.informers.extensions.get(name ?? '', namespace);
     if (!ext) {
-      this.cacheHolds.delete(key);
+      this.extensionWrites.forget(key);
       return 'done';
     }
     if (this.heldForCache(key, ext)) return 'parked';
@@ -569,7 +565,7 @@ export class AclController {
       return 'done';
     }
     const outcome = await this.reconciler.reconcile(ext, { forceDelete: shootNeedsForceDeletion(cluster) });
-    if (outcome.written !== undefined) this.cacheHolds.set(key, { resourceVersion: outcome.written, until: performance.now() + HOLD_FOR_CACHE_MS });
+    this.extensionWrites.note(key, outcome.written);
     return outcome.kind;
   }
 
@@ -587,7 +583,9 @@ export class AclController {
           // Its backoff stays, and no reconcile is counted: nothing was tried.
           parked = true;
         } else if (result === 'retry') {
-          queue.addRateLimited(key);
+          // Waiting (for the combined filters, the resource manager, a webhook's cache), not failed:
+          // the event it waits for brings it back; the backoff is only the fallback.
+          queue.addBackedOff(key);
           this.reconcileTotal.inc({ controller, result: 'requeue' });
         } else {
           this.awaitingCombined.delete(key);

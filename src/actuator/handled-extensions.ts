@@ -1,15 +1,11 @@
 // Which Extensions this controller acts on, as Gardener's extension library decides for its
-// controllers (extensions/pkg/controller/extension/controller.go): only class `shoot` (an absent
-// class means shoot; `seed` and `garden` Extensions belong to other controllers), and not while
-// the shoot's last operation is Failed (ShootNotFailedPredicate) unless it is being deleted.
+// controllers (extensions/pkg/controller/extension/controller.go): only class `shoot`
+// (hasShootClass), and not while the shoot's last operation is Failed (ShootNotFailedPredicate)
+// unless it is being deleted.
+import { hasShootClass } from '../gardener/extension-class.js';
 import { FORCE_DELETION_ANNOTATION, type Cluster, type Extension } from '../gardener/objects.js';
 
-const SHOOT_CLASS = 'shoot';
-
-export function hasShootClass(ext: Extension): boolean {
-  const extensionClass = ext.spec.class;
-  return extensionClass === undefined || extensionClass === null || extensionClass === '' || extensionClass === SHOOT_CLASS;
-}
+export { hasShootClass } from '../gardener/extension-class.js';
 
 export function shootFailed(cluster: Cluster | undefined): boolean {
   return cluster?.spec.shoot.status?.lastOperation?.state === 'Failed';
@@ -17,7 +13,7 @@ export function shootFailed(cluster: Cluster | undefined): boolean {
 
 /** Why `ext` is left alone, or undefined when this controller handles it now. */
 export function skipReason(ext: Extension, cluster: Cluster | undefined): string | undefined {
-  if (!hasShootClass(ext)) return `class ${String(ext.spec.class)} is not handled by this controller (only shoot)`;
+  if (!hasShootClass(ext)) return `class ${JSON.stringify(ext.spec.class)} is not handled by this controller (only shoot)`;
   if (shootFailed(cluster) && !ext.metadata.deletionTimestamp) return 'the shoot’s last operation failed; Gardener retries it by a new operation';
   return undefined;
 }

@@ -139,6 +139,27 @@ export function cachedDnsRecord(record: DnsRecord): DnsRecord {
 }
 
 /**
+ * One of the controller's own ManagedResources as the actuator judges it (managed-resource.ts):
+ * its generation, labels and annotations, spec, and what the resource manager reports (observed
+ * generation, conditions). The Secret's contents are never read.
+ */
+export function cachedManagedResource(object: KubeObjectJson): KubeObjectJson {
+  const { name, namespace, uid, resourceVersion, generation, labels, annotations, deletionTimestamp } = object.metadata as KubeObjectJson['metadata'] & Record<string, unknown>;
+  const spec = isRecord(object['spec']) ? object['spec'] : undefined;
+  const status = isRecord(object['status']) ? object['status'] : undefined;
+  const conditions = Array.isArray(status?.['conditions'])
+    ? (status['conditions'] as unknown[]).filter(isRecord).map((c) => definedOnly({ type: c['type'], status: c['status'], reason: c['reason'], message: c['message'] }))
+    : undefined;
+  return {
+    apiVersion: object.apiVersion,
+    kind: object.kind,
+    metadata: definedOnly({ name, namespace, uid, resourceVersion, generation, labels, annotations, deletionTimestamp }),
+    ...(spec ? { spec: definedOnly({ class: spec['class'], secretRefs: spec['secretRefs'], keepObjects: spec['keepObjects'] }) } : {}),
+    ...(status ? { status: definedOnly({ observedGeneration: status['observedGeneration'], conditions }) } : {}),
+  };
+}
+
+/**
  * Only what names the object and its version: for caches whose objects are watched only so that a
  * change brings the shoot back (the controller reads the object itself from the API server).
  */

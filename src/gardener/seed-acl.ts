@@ -8,6 +8,7 @@ import { parseTechnicalID } from '../acl/shoot-identity.js';
 import type { Cluster, ConfigMap, Deployment, DnsRecord, Extension, Gateway, Infrastructure, Pod, Service } from './objects.js';
 import { hostsOnEveryGateway, predictedApiHosts } from './predicted-api-hosts.js';
 import { objectRef, type Problem } from './problems.js';
+import { hasShootClass } from './extension-class.js';
 
 export const EXTENSION_TYPE = 'acl';
 const GATEWAY_DEPLOYMENT = 'istio-ingressgateway';
@@ -312,7 +313,7 @@ export function seedAclFromInventory(inv: SeedInventory, operator: OperatorConfi
   const ctx = seedContext(inv, operator);
   const problems: Problem[] = [...ctx.problems];
   const extensions = inv.extensions
-    .filter((e) => e.spec.type === EXTENSION_TYPE && (e.spec.class ?? 'shoot') === 'shoot' && !e.metadata.deletionTimestamp)
+    .filter((e) => e.spec.type === EXTENSION_TYPE && hasShootClass(e) && !e.metadata.deletionTimestamp)
     .sort((a, b) => a.metadata.namespace.localeCompare(b.metadata.namespace));
   const shoots: ShootAcl[] = [];
   const seen = new Set<string>();

@@ -61,6 +61,13 @@ export class ControllerRateLimiter {
     return Math.max(exponentialDelay(this.baseDelayMs, this.maxDelayMs, failures), this.bucket.reserve());
   }
 
+  /** The per-item part of when() alone: counts one more attempt for the key and takes no token of the bucket. */
+  itemDelay(key: string): number {
+    const failures = this.failures.get(key) ?? 0;
+    this.failures.set(key, failures + 1);
+    return exponentialDelay(this.baseDelayMs, this.maxDelayMs, failures);
+  }
+
   forget(key: string): void {
     this.failures.delete(key);
   }

@@ -5,7 +5,7 @@
 //   added while it is processed is queued again when done() is called for it.
 // - addAfter() parks keys until their time; a key parked twice keeps the earlier time.
 // - addRateLimited() = addAfter(key, max(per-key exponential backoff, token bucket)); forget()
-//   resets the key's backoff after a success.
+//   resets the key's backoff after a success. addBackedOff() uses the per-key backoff alone.
 // - shutDown() stops accepting keys; get() hands out what is still queued, then resolves with
 //   undefined.
 // - Unlike client-go's FIFO, a key added as urgent (someone is waiting for its result) is handed
@@ -99,6 +99,16 @@ export class WorkQueue {
     if (this.shuttingDown) return;
     this.metrics?.retries(this.name);
     this.addAfter(key, Math.max(minDelayMs, this.limiter.when(key)));
+  }
+
+  /**
+   * Looks at the key again after its own backoff, without a token of the queue-wide bucket: for a
+   * key that waits for something else (an event brings it back sooner). Thousands of shoots
+   * waiting at once (a cold start) must not run up a debt that delays the retries of keys that failed.
+   */
+  addBackedOff(key: string): void {
+    if (this.shuttingDown) return;
+    this.addAfter(key, this.limiter.itemDelay(key));
   }
 
   forget(key: string): void {

@@ -1,7 +1,7 @@
 // An AclActuator for unit tests: the given client, operator settings and inventory; combined
 // filters that always hold the shoot, and no-op hooks for everything else.
 import type { OperatorConfig } from '../../src/acl/operator-config.js';
-import { AclActuator } from '../../src/actuator/acl-actuator.js';
+import { AclActuator, type AclActuatorDeps } from '../../src/actuator/acl-actuator.js';
 import type { ClusterClient } from '../../src/actuator/cluster-client.js';
 import type { SeedInventory } from '../../src/gardener/seed-acl.js';
 import { testLogger } from '../kube/kube-test-helpers.js';
@@ -13,6 +13,7 @@ export function testActuator(
   operator: OperatorConfig,
   inventory: SeedInventory = EMPTY_INVENTORY,
   tunnelHopMissing: (technicalID: string, generation: number) => readonly string[] = () => [],
+  more: Partial<AclActuatorDeps> = {},
 ): AclActuator {
   return new AclActuator({
     client,
@@ -25,5 +26,6 @@ export function testActuator(
     tunnelHopMissing,
     awaitCombined: () => undefined,
     warn: async () => undefined,
+    ...more,
   });
 }

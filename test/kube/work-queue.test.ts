@@ -175,6 +175,33 @@ describe('WorkQueue delays (fake timers)', () => {
     await vi.advanceTimersByTimeAsync(100);
     expect(q.len()).toBe(1);
   });
+
+  it('addBackedOff waits for the key’s own backoff only, not for the tokens failed keys used up', async () => {
+    const q = new WorkQueue();
+    const drain = async () => {
+      const handed: string[] = [];
+      while (q.len() > 0) {
+        const key = (await q.get()) ?? '';
+        handed.push(key);
+        q.done(key);
+      }
+      return handed;
+    };
+    // 300 failures at once: the bucket (burst 100, 10 per second) owes 20 s.
+    for (let i = 0; i < 300; i++) q.addRateLimited(`failed${i}`);
+    q.addBackedOff('waiting');
+    await vi.advanceTimersByTimeAsync(5);
+    const first = await drain();
+    expect(first).toContain('waiting');
+    expect(first).toHaveLength(101); // the burst's 100, and the waiting key
+    q.addBackedOff('waiting'); // its second look: 10 ms
+    q.addRateLimited('late'); // behind the debt: about 20 s
+    await vi.advanceTimersByTimeAsync(10);
+    expect(await drain()).toEqual(['waiting']); // the failed keys' next is due only at 100 ms
+    await vi.advanceTimersByTimeAsync(15_000);
+    const later = await drain();
+    expect(later).not.toContain('late');
+  });
 });
 
 describe('ControllerRateLimiter', () => {
