@@ -17,9 +17,12 @@
 // charts/gardener-acl/values.yaml, controller.heap; BENCH_CHART_HEAP=0 runs it without), and its RSS
 // is printed against the chart's memory limit. `rss` as second argument stops after the convergence
 // and memory figures; a third argument gives each shoot's CIDR count (default 2; the default
-// maxCIDRs is 50), for sizing the heap on seeds of large ACLs.
+// maxCIDRs is 50), for sizing the heap on seeds of large ACLs. The EnvoyFilter webhook runs next to
+// it, compiled and with the chart's NODE_OPTIONS, and its RSS is printed against the chart's limit
+// once its cache holds every recorded ACL and its index is built.
 // usage: KUBE_ASSETS=$(bash scripts/setup-kube.sh | tail -1) GARDENER_BIN=$(bash scripts/setup-gardener.sh | tail -1) npx tsx bench/controller.ts [shoots] [rss|all] [cidrs]
 import { spawn } from 'node:child_process';
+import https from 'node:https';
 import { readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
@@ -27,12 +30,17 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
+import { pino } from 'pino';
+import { ResilientInformer } from '../src/kube/informer.js';
 import { listAll } from '../src/kube/list-watch.js';
 import { withApiRetry } from './api-retry.js';
 import { createObject, deleteObject, getObject, mergePatch, type ObjectRef } from '../src/kube/objects-client.js';
 import { execFileSync } from 'node:child_process';
 import { MANAGED_RESOURCE_NAME } from '../src/actuator/managed-resource.js';
 import { startWithCRDs } from '../test/kube/kube-test-helpers.js';
+import type { ControlPlane } from '../test/kube/control-plane.js';
+import { legacyFilter } from '../test/webhook/webhook-fixtures.js';
+import { MUTATING_WEBHOOK_PATH } from '../src/webhook/webhook-configuration.js';
 import { startApiFaultProxy } from '../test/support/api-fault-proxy.js';
 import { startResourceManager, type ResourceManager } from '../test/support/gardener-resource-manager.js';
 import { DEFAULT_GW, ZONAL_GW, allowRule, createSeed, technicalID, type ShootFixture } from '../test/actuator/seed-fixture.js';
@@ -56,19 +64,32 @@ const RSS_GOAL_MIB = 300;
 const RESYNC_S = Math.max(20, Math.ceil(SHOOTS / 50));
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
+const memorySchema = z.string().regex(/^\d+(Mi|Gi)$/);
+const heapSchema = z.object({ maxOldSpaceMiB: z.number().int(), maxSemiSpaceMiB: z.number().int() }).nullish();
 const chartValuesSchema = z.looseObject({
-  resources: z.looseObject({ controller: z.looseObject({ limits: z.looseObject({ memory: z.string().regex(/^\d+(Mi|Gi)$/) }).optional() }) }),
-  controller: z.looseObject({ heap: z.object({ maxOldSpaceMiB: z.number().int(), maxSemiSpaceMiB: z.number().int() }).optional() }),
+  resources: z.looseObject({
+    controller: z.looseObject({ limits: z.looseObject({ memory: memorySchema }).optional() }),
+    webhook: z.looseObject({ limits: z.looseObject({ memory: memorySchema }).optional() }),
+  }),
+  controller: z.looseObject({ heap: heapSchema }),
+  webhook: z.looseObject({ heap: heapSchema }),
 });
 
-/** The controller's memory limit (MiB) and NODE_OPTIONS, as the seed chart sets them by default. */
-async function chartMemorySettings(): Promise<{ limitMiB: number | undefined; nodeOptions: string | undefined }> {
+interface ProcessMemorySettings {
+  readonly limitMiB: number | undefined;
+  readonly nodeOptions: string | undefined;
+}
+
+/** The memory limit (MiB) and NODE_OPTIONS the seed chart gives the controller and the webhook by default. */
+async function chartMemorySettings(): Promise<{ controller: ProcessMemorySettings; webhook: ProcessMemorySettings }> {
   const values = chartValuesSchema.parse(parseYaml(await readFile(path.join(ROOT, 'charts/gardener-acl/values.yaml'), 'utf8')));
-  const limit = values.resources.controller.limits?.memory;
-  const heap = values.controller.heap;
-  return {
+  const settings = (limit: string | undefined, heap: z.infer<typeof heapSchema>): ProcessMemorySettings => ({
     limitMiB: limit === undefined ? undefined : Number.parseInt(limit, 10) * (limit.endsWith('Gi') ? 1024 : 1),
     nodeOptions: heap ? `--max-old-space-size=${heap.maxOldSpaceMiB} --max-semi-space-size=${heap.maxSemiSpaceMiB}` : undefined,
+  });
+  return {
+    controller: settings(values.resources.controller.limits?.memory, values.controller.heap),
+    webhook: settings(values.resources.webhook.limits?.memory, values.webhook.heap),
   };
 }
 
@@ -129,6 +150,8 @@ async function timeUntil(probe: () => Promise<boolean>, limitMs = 60_000): Promi
 async function main(): Promise<void> {
   const cp = await startWithCRDs([]);
   const controllerProcess: { kill?: () => void } = {};
+  const webhookProcess: { kill?: () => void } = {};
+  const stopWatches: (() => Promise<void>)[] = [];
   const proxy = await startApiFaultProxy(cp);
   let grm: ResourceManager | undefined;
   try {
@@ -165,7 +188,8 @@ async function main(): Promise<void> {
     const start = Date.now();
     // CONTROLLER_NODE_FLAGS: node flags for the controller process (e.g. --heapsnapshot-signal=SIGUSR2 to look inside).
     const nodeFlags = (process.env['CONTROLLER_NODE_FLAGS'] ?? '').split(' ').filter((f) => f !== '');
-    const chart = await chartMemorySettings();
+    const charted = await chartMemorySettings();
+    const chart = charted.controller;
     const nodeOptions = process.env['BENCH_CHART_HEAP'] === '0' ? undefined : chart.nodeOptions;
     console.log(`controller: NODE_OPTIONS=${nodeOptions ?? '(none)'}${nodeFlags.length ? `, node flags ${nodeFlags.join(' ')}` : ''}; the chart's memory limit: ${chart.limitMiB === undefined ? 'none' : `${chart.limitMiB} MiB`}`);
     const child = spawn(
@@ -175,7 +199,23 @@ async function main(): Promise<void> {
     );
     controllerProcess.kill = () => child.kill('SIGTERM');
     const metrics = async (): Promise<string> => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const webhook = await startWebhook(cp, charted.webhook);
+    webhookProcess.kill = webhook.kill;
 
+    // Which shoots are Succeeded, from a watch of the acl Extensions (named acl): listing 5,000 of
+    // them every second cost the API server more than the controller's own work did.
+    const succeeded = new ResilientInformer<{ metadata: { name: string; namespace: string }; succeeded: boolean }>({
+      kubeConfig: cp.kubeConfig,
+      path: '/apis/extensions.gardener.cloud/v1alpha1/extensions',
+      fieldSelector: 'metadata.name=acl',
+      parse: (raw) => {
+        const e = raw as { metadata: { name: string; namespace: string }; status?: { lastOperation?: { state?: string } } };
+        return { metadata: { name: e.metadata.name, namespace: e.metadata.namespace }, succeeded: e.status?.lastOperation?.state === 'Succeeded' };
+      },
+      logger: pino({ level: 'warn' }),
+    });
+    await succeeded.start();
+    stopWatches.push(() => succeeded.stop());
     let peakRss = 0;
     let peakHeap = 0;
     let lastProgress = Date.now();
@@ -185,15 +225,12 @@ async function main(): Promise<void> {
       const text = await metrics().catch(() => '');
       peakRss = Math.max(peakRss, metric(text, 'process_resident_memory_bytes'));
       peakHeap = Math.max(peakHeap, metric(text, 'nodejs_heap_size_total_bytes'));
+      await webhook.sample();
       if (Date.now() - lastProgress >= 30_000) {
         lastProgress = Date.now();
         console.log(`  ${((Date.now() - start) / 1000).toFixed(0)} s: ${done.size}/${SHOOTS} Succeeded, RSS ${(metric(text, 'process_resident_memory_bytes') / 2 ** 20).toFixed(0)} MiB, heap used ${(metric(text, 'nodejs_heap_size_used_bytes') / 2 ** 20).toFixed(0)} MiB, reconciles ${metric(text, 'controller_runtime_reconcile_total')}, queue ${metric(text, 'workqueue_depth')}`);
       }
-      // Only the acl Extensions (named acl): the bench's own polling must not load the API server with the other types.
-      const { items } = await withApiRetry('list Extensions', () => listAll(cp.kubeConfig, '/apis/extensions.gardener.cloud/v1alpha1/extensions', { fieldSelector: 'metadata.name=acl' }));
-      for (const e of items as { metadata: { namespace: string }; status?: { lastOperation?: { state?: string } } }[]) {
-        if (e.status?.lastOperation?.state === 'Succeeded') done.add(e.metadata.namespace);
-      }
+      for (const e of succeeded.list()) if (e.succeeded) done.add(e.metadata.namespace);
       if (done.size < SHOOTS) {
         if (Date.now() - start > 15 * 60_000) throw new Error(`not converged after 15 min: ${done.size}/${SHOOTS}`);
         continue;
@@ -218,6 +255,7 @@ async function main(): Promise<void> {
     console.log(`controller RSS against the goal of ${RSS_GOAL_MIB} MiB: ${against(RSS_GOAL_MIB)}`);
     if (chart.limitMiB !== undefined) console.log(`controller RSS against the chart's memory limit of ${chart.limitMiB} MiB: ${against(chart.limitMiB)}`);
     console.log(`reconciles: ${metric(afterConverge, 'controller_runtime_reconcile_total{controller="acl"')} of Extensions, ${metric(afterConverge, 'controller_runtime_reconcile_total{controller="acl-combined"')} combined syncs, errors: ${metric(afterConverge, 'controller_runtime_reconcile_errors_total')}`);
+    await webhook.report(shoots, SHOOTS);
     const snapshotDir = process.env['CONTROLLER_HEAP_SNAPSHOT_DIR'];
     if (snapshotDir !== undefined && nodeFlags.some((f) => f.startsWith('--heapsnapshot-signal=SIGUSR2'))) {
       // With CONTROLLER_NODE_FLAGS='--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=DIR': the converged controller's heap, for a look inside.
@@ -291,6 +329,8 @@ async function main(): Promise<void> {
     );
   } finally {
     controllerProcess.kill?.();
+    webhookProcess.kill?.();
+    await Promise.allSettled(stopWatches.map((stop) => stop()));
     await grm?.stop();
     await proxy.close();
     await cp.stop();
@@ -304,6 +344,76 @@ async function main(): Promise<void> {
  * Succeeded for the new generation (gardenlet's Wait gives up after 3 minutes) and how long the
  * full pass took to drain, so the two can be compared.
  */
+/**
+ * The EnvoyFilter webhook as the seed chart runs it (compiled, its NODE_OPTIONS), on the API server
+ * directly (not through the fault proxy, whose request counts are the controller's). Its cache holds
+ * every acl Extension with the state the controller records; its admission index is built by
+ * the first AdmissionReviews after that, which report() sends before it reads the memory.
+ */
+async function startWebhook(cp: ControlPlane, settings: ProcessMemorySettings) {
+  const port = await freePort();
+  const probePort = await freePort();
+  const kubeconfig = `${cp.dir}/webhook.kubeconfig`;
+  const caFile = `${cp.dir}/webhook-ca.pem`;
+  await writeFile(kubeconfig, cp.kubeConfig.exportConfig(), { mode: 0o600 });
+  const child = spawn(
+    process.execPath,
+    [path.join(ROOT, 'dist/src/cli/main.js'), 'webhook', '--webhooks', 'envoyfilter', '--kubeconfig', kubeconfig, '--self-signed', '--ca-out', caFile, '--host', '127.0.0.1', '--port', String(port), '--probe-port', String(probePort), '--log-level', 'warn'],
+    { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, NODE_OPTIONS: settings.nodeOptions ?? '' } },
+  );
+  const metrics = async (): Promise<string> => (await fetch(`http://127.0.0.1:${probePort}/metrics`)).text();
+  let peakRss = 0;
+  const sample = async () => {
+    const text = await metrics().catch(() => '');
+    peakRss = Math.max(peakRss, metric(text, 'process_resident_memory_bytes'));
+    return text;
+  };
+  const admit = async (shoot: string, n: number): Promise<void> => {
+    const object = legacyFilter(shoot, DEFAULT_GW.namespace);
+    const body = JSON.stringify({
+      apiVersion: 'admission.k8s.io/v1',
+      kind: 'AdmissionReview',
+      request: {
+        uid: `bench-${n}`,
+        kind: { group: 'networking.istio.io', version: 'v1alpha3', kind: 'EnvoyFilter' },
+        resource: { group: 'networking.istio.io', version: 'v1alpha3', resource: 'envoyfilters' },
+        name: shoot,
+        namespace: DEFAULT_GW.namespace,
+        operation: 'UPDATE',
+        userInfo: { username: 'system:serviceaccount:garden:gardenlet' },
+        object,
+        oldObject: object,
+        options: { kind: 'UpdateOptions', apiVersion: 'meta.k8s.io/v1' },
+      },
+    });
+    const ca = await readFile(caFile, 'utf8');
+    await new Promise<void>((resolve, reject) => {
+      const request = https.request(`https://127.0.0.1:${port}${MUTATING_WEBHOOK_PATH}`, { method: 'POST', ca, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (response) => {
+        response.resume();
+        response.on('end', () => (response.statusCode === 200 ? resolve() : reject(new Error(`webhook answered HTTP ${response.statusCode}`))));
+      });
+      request.on('error', reject);
+      request.end(body);
+    });
+  };
+  const report = async (shoots: readonly ShootFixture[], count: number): Promise<void> => {
+    const ready = await timeUntil(async () => (await fetch(`http://127.0.0.1:${probePort}/readyz`)).ok, 120_000);
+    if (ready === undefined) throw new Error('the webhook did not become ready within 120 s');
+    // The cache follows the controller's status writes: give it the last of them.
+    await sleep(5000);
+    for (let n = 0; n < 20; n++) await admit(technicalID(shoots[(n * 7919) % shoots.length] as ShootFixture), n);
+    await sleep(2000);
+    const text = await sample();
+    const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
+    const now = metric(text, 'process_resident_memory_bytes');
+    console.log(
+      `webhook: NODE_OPTIONS=${settings.nodeOptions ?? '(none)'}; ${count} acl Extensions cached, index built by 20 admissions: RSS peak ${mib(peakRss)}, now ${mib(now)}; V8 heap used ${mib(metric(text, 'nodejs_heap_size_used_bytes'))} of ${mib(metric(text, 'nodejs_heap_size_total_bytes'))}` +
+        (settings.limitMiB !== undefined ? `; against the chart's memory limit of ${settings.limitMiB} MiB: peak ${(peakRss / 2 ** 20 / settings.limitMiB).toFixed(2)}, now ${(now / 2 ** 20 / settings.limitMiB).toFixed(2)}` : "; the chart sets no memory limit"),
+    );
+  };
+  return { sample, report, kill: () => child.kill('SIGTERM') };
+}
+
 async function gardenletWaitDuringResync(kc: KubeConfig, metrics: () => Promise<string>, shoots: readonly ShootFixture[]): Promise<void> {
   const target = shoots[Math.floor(shoots.length / 2)];
   if (!target) return;

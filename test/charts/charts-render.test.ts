@@ -61,18 +61,14 @@ describe('seed chart rendering', () => {
         expect(c.resources).toBeDefined();
       }
       expect(find(objects, 'PodDisruptionBudget', name).spec).toMatchObject({ maxUnavailable: 1 });
-      if (command === 'controller') {
-        // Bounded by its V8 heap limits (NODE_OPTIONS), so it has a memory limit above them (bench/controller.ts measures both).
-        const container = spec.template.spec.containers[0] as Container & { env: { name: string; value?: string }[]; resources: { limits?: { memory?: string } } };
-        const nodeOptions = container.env.find((e) => e.name === 'NODE_OPTIONS')?.value ?? '';
-        const oldSpace = Number(/--max-old-space-size=(\d+)/.exec(nodeOptions)?.[1]);
-        expect(nodeOptions).toMatch(/^--max-old-space-size=\d+ --max-semi-space-size=\d+$/);
-        expect(container.resources.limits?.memory).toBe('512Mi');
-        expect(oldSpace).toBe(256);
-      } else {
-        // Requests only, adjusted by the VPA.
-        expect(spec.template.spec.containers[0]?.resources).not.toHaveProperty('limits');
-      }
+      // Each bounded by its V8 heap limits (NODE_OPTIONS), so each has a memory limit above them
+      // (bench/controller.ts measures both processes against them).
+      const container = spec.template.spec.containers[0] as Container & { env: { name: string; value?: string }[]; resources: { limits?: { memory?: string } } };
+      const nodeOptions = container.env.find((e) => e.name === 'NODE_OPTIONS')?.value ?? '';
+      expect(nodeOptions).toMatch(/^--max-old-space-size=\d+ --max-semi-space-size=\d+$/);
+      expect({ limit: container.resources.limits?.memory, oldSpace: Number(/--max-old-space-size=(\d+)/.exec(nodeOptions)?.[1]) }).toEqual(
+        command === 'controller' ? { limit: '512Mi', oldSpace: 256 } : { limit: '320Mi', oldSpace: 160 },
+      );
       expect(find(objects, 'VerticalPodAutoscaler', name).spec).toMatchObject({
         targetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name },
         resourcePolicy: { containerPolicies: [{ containerName: command, controlledValues: 'RequestsOnly' }] },
@@ -368,6 +364,19 @@ describe('the controller’s memory limit holds its V8 heap limit', () => {
     const result = await helm(['template', 'gardener-acl', SEED_CHART, ...args]);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain(message);
+  });
+});
+
+describe('the webhook’s memory limit holds its V8 heap limit', () => {
+  it('a heap raised alone is refused with the fix; with the heap dropped the limit stays', async () => {
+    const result = await helm(['template', 'gardener-acl', SEED_CHART, '--set', 'webhook.heap.maxOldSpaceMiB=400']);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain(
+      "the webhook's memory limit 320Mi (320 MiB) is below what its heap needs: webhook.heap.maxOldSpaceMiB 400 + 3 x maxSemiSpaceMiB 2 + 128 MiB for code and native memory = 534 MiB; raise resources.webhook.limits.memory or lower webhook.heap",
+    );
+    const objects = await renderChart(SEED_CHART, { 'webhook.heap': null });
+    const container = podSpec(objects, 'gardener-acl-webhook').template.spec.containers[0] as Container & { env?: unknown[]; resources: { limits?: { memory?: string } } };
+    expect({ env: container.env, limit: container.resources.limits?.memory }).toEqual({ env: undefined, limit: '320Mi' });
   });
 });
 

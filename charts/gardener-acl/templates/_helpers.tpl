@@ -115,23 +115,41 @@ networking.resources.gardener.cloud/pod-label-selector-namespace-alias: extensio
 {{- end -}}
 
 {{/*
-A memory limit below the controller's V8 heap limit plus its code and native memory would have the
-kernel kill the process before V8 collects: refused here, with the fix.
+A memory limit below a process's V8 heap limit plus its code and native memory would have the
+kernel kill the process before V8 collects: refused here, with the fix. Called with
+process (its name in the message), heap and resources (its values), heapValue and limitValue
+(where the operator sets them).
 */}}
-{{- define "gardener-acl.checkControllerMemory" -}}
-{{- $heap := .Values.controller.heap -}}
-{{- $resources := include "gardener-acl.controllerResources" . | fromYaml -}}
-{{- $limit := dig "limits" "memory" "" $resources -}}
+{{- define "gardener-acl.checkMemory" -}}
+{{- $heap := .heap -}}
+{{- $limit := dig "limits" "memory" "" .resources -}}
 {{- if and $heap $limit -}}
 {{- $quantity := kindIs "string" $limit | ternary $limit (printf "%d" (int64 $limit)) -}}
 {{- if not (regexMatch "^[0-9]+(Ki|Mi|Gi|Ti|k|M|G|T)?$" $quantity) -}}
-{{- fail (printf "the controller's memory limit %q is not a whole number with one of the units Ki, Mi, Gi, Ti, k, M, G, T; give it like 512Mi" $quantity) -}}
+{{- fail (printf "the %s's memory limit %q is not a whole number with one of the units Ki, Mi, Gi, Ti, k, M, G, T; give it like 512Mi" .process $quantity) -}}
 {{- end -}}
 {{- $units := dict "" 1 "k" 1000 "M" 1000000 "G" 1000000000 "T" 1000000000000 "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "Ti" 1099511627776 -}}
 {{- $mib := div (mul (regexFind "^[0-9]+" $quantity | atoi) (get $units (regexReplaceAll "^[0-9]+" $quantity ""))) 1048576 -}}
 {{- $needed := add (int64 $heap.maxOldSpaceMiB) (int64 $heap.maxSemiSpaceMiB | mul 3) 128 -}}
 {{- if lt (int64 $mib) (int64 $needed) -}}
-{{- fail (printf "the controller's memory limit %s (%d MiB) is below what its heap needs: controller.heap.maxOldSpaceMiB %d + 3 x maxSemiSpaceMiB %d + 128 MiB for code and native memory = %d MiB; raise resources.controller.limits.memory (or the flat resources.limits.memory) or lower controller.heap" $quantity (int64 $mib) (int64 $heap.maxOldSpaceMiB) (int64 $heap.maxSemiSpaceMiB) (int64 $needed)) -}}
+{{- fail (printf "the %s's memory limit %s (%d MiB) is below what its heap needs: %s.maxOldSpaceMiB %d + 3 x maxSemiSpaceMiB %d + 128 MiB for code and native memory = %d MiB; raise %s or lower %s" .process $quantity (int64 $mib) .heapValue (int64 $heap.maxOldSpaceMiB) (int64 $heap.maxSemiSpaceMiB) (int64 $needed) .limitValue .heapValue) -}}
 {{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "gardener-acl.checkControllerMemory" -}}
+{{- include "gardener-acl.checkMemory" (dict "process" "controller" "heap" .Values.controller.heap "resources" (include "gardener-acl.controllerResources" . | fromYaml) "heapValue" "controller.heap" "limitValue" "resources.controller.limits.memory (or the flat resources.limits.memory)") -}}
+{{- end -}}
+
+{{- define "gardener-acl.checkWebhookMemory" -}}
+{{- include "gardener-acl.checkMemory" (dict "process" "webhook" "heap" .Values.webhook.heap "resources" .Values.resources.webhook "heapValue" "webhook.heap" "limitValue" "resources.webhook.limits.memory") -}}
+{{- end -}}
+
+{{/* NODE_OPTIONS with a process's V8 heap limits (its heap value), or nothing when it has none. */}}
+{{- define "gardener-acl.heapEnv" -}}
+{{- with . -}}
+# Without a heap limit V8 lets garbage grow the heap to several times what is live.
+- name: NODE_OPTIONS
+  value: {{ printf "--max-old-space-size=%d --max-semi-space-size=%d" (int .maxOldSpaceMiB) (int .maxSemiSpaceMiB) | quote }}
 {{- end -}}
 {{- end -}}
