@@ -3,7 +3,7 @@
 // "Revocation"). A "yes" costs the shoot one reconnect of its tunnels, a wrong "no" leaves a tunnel
 // open that the owner revoked, so every case this check cannot decide exactly answers yes.
 import { IPV4_MAPPED_BLOCK, canonicalFamily, cidrContains, type Cidr, type IpFamily } from './cidr.js';
-import type { AclRule } from './provider-config.js';
+import type { AclRule } from './acl-rule.js';
 
 /** What decides admission on a CONNECT path: the owner's rule and the ranges always admitted (DESIGN section 5). */
 export interface ConnectAdmission {

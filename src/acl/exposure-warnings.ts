@@ -5,7 +5,7 @@
 // Extension's Event.
 import { formatCidr, parseCidr, type IpFamily } from './cidr.js';
 import type { FieldError } from './field-errors.js';
-import type { AclRule } from './provider-config.js';
+import type { AclRule } from './acl-rule.js';
 
 const FAMILY_NAME: Record<IpFamily, string> = { 4: 'IPv4', 6: 'IPv6' };
 

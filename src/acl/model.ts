@@ -1,6 +1,6 @@
 import type { Cidr } from './cidr.js';
-import type { OperatorConfig } from './operator-config.js';
-import type { AclRule } from './provider-config.js';
+import type { OperatorConfig } from './operator-settings.js';
+import type { AclRule } from './acl-rule.js';
 
 export type Labels = Readonly<Record<string, string>>;
 

@@ -11,7 +11,7 @@
 import { z } from 'zod';
 import { CIDR_EXAMPLE } from './cidr-schema.js';
 import { defaultOperatorConfig } from './operator-config.js';
-import { ACTIONS, PRINCIPAL_TYPES, RULE_MODES } from './provider-config.js';
+import { ACTIONS, PRINCIPAL_TYPES, RULE_MODES } from './acl-rule.js';
 
 export const PROVIDER_CONFIG_SCHEMA_FILE = 'schemas/acl-provider-config.schema.json';
 export const PROVIDER_CONFIG_SCHEMA_COMMAND = 'npx tsx scripts/generate-provider-config-schema.ts';

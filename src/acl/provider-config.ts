@@ -1,20 +1,10 @@
 import { z } from 'zod';
-import { normalizeCidrSet, type Cidr } from './cidr.js';
+import { normalizeCidrSet } from './cidr.js';
 import { cidrStringSchema } from './cidr-schema.js';
 import { exposureWarnings, hostBitWarnings } from './exposure-warnings.js';
 import { fieldErrorsFromZod, REPORT_INPUT, type FieldError } from './field-errors.js';
 import { boundedLines, quoteInput } from './quote-input.js';
-
-export const ACTIONS = ['ALLOW', 'DENY'] as const;
-export type AclAction = (typeof ACTIONS)[number];
-
-/** How Envoy picks the client address a rule's CIDRs are compared with. */
-export const PRINCIPAL_TYPES = ['remote_ip', 'direct_remote_ip', 'source_ip'] as const;
-export type PrincipalType = (typeof PRINCIPAL_TYPES)[number];
-
-/** enforce: refuse what the rule does not admit. audit: refuse nothing, count what enforce would refuse. */
-export const RULE_MODES = ['enforce', 'audit'] as const;
-export type RuleMode = (typeof RULE_MODES)[number];
+import { ACTIONS, PRINCIPAL_TYPES, RULE_MODES, type AclRule } from './acl-rule.js';
 
 function oneOf(values: readonly string[]): string {
   return values.length < 2 ? (values[0] ?? '') : `${values.slice(0, -1).join(', ')} or ${values[values.length - 1]}`;
@@ -27,15 +17,6 @@ function caseInsensitiveEnum<const T extends readonly string[]>(values: T, norma
     ctx.addIssue({ code: 'custom', message: `${quoteInput(text)} is not a valid ${field}; use ${oneOf(values)}` });
     return z.NEVER;
   });
-}
-
-/** The rule as the shoot owner means it: normalised action/type, canonical CIDR set. */
-export interface AclRule {
-  readonly action: AclAction;
-  readonly type: PrincipalType;
-  /** Sorted, deduplicated, IPv4-mapped ranges folded into IPv4, covered ranges dropped. */
-  readonly cidrs: readonly Cidr[];
-  readonly mode: RuleMode;
 }
 
 /** How many written entries a rule may have per distinct range allowed (maxCIDRs). */

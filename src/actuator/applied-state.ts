@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { formatCidr, type Cidr } from '../acl/cidr.js';
 import { cidrStringSchema } from '../acl/cidr-schema.js';
-import { ACTIONS, PRINCIPAL_TYPES, RULE_MODES } from '../acl/provider-config.js';
+import { ACTIONS, PRINCIPAL_TYPES, RULE_MODES } from '../acl/acl-rule.js';
 import type { ShootAcl } from '../acl/model.js';
 
 const appliedSchema = z.object({

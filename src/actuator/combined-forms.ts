@@ -8,7 +8,7 @@
 //   listener part naming every bucket.
 // The forms use different object names, so a switch writes the new form completely before the old
 // objects are deleted: both are enforced meanwhile, never neither.
-import type { GatewayWorkload, ShootPolicy } from '../acl/model.js';
+import type { GatewayWorkload, Labels, ShootPolicy } from '../acl/model.js';
 import { MAX_OBJECT_BYTES, type CombinedFormName, type OperatorConfig } from '../acl/operator-config.js';
 import type { EnvoyFilterObject } from '../gardener/objects.js';
 import { combinedConnectEntry, combinedConnectFilter, combinedPolicyBytes, parseConnectFilterName, shardBudget, sizedForShards } from '../rbac/combined-connect-filters.js';
@@ -48,10 +48,18 @@ import {
 import { jsonEqual } from '../rbac/deep-equal.js';
 import { combinedRbacConfig, type PolicyEntry } from '../rbac/filter-values.js';
 import type { Policy } from '../rbac/envoy-rbac-types.js';
+import type { GeneratedEnvoyFilter } from '../rbac/envoy-filter-types.js';
 import { SHARED_HOP_ENTRY_OBJECT, isSharedHopObjectName } from '../rbac/shared-tunnel-hop.js';
-import type { CombinedWrite } from './combined-syncer.js';
 import { storedPatches, storedSelector, type CombinedFormReader } from './combined-coverage.js';
 import { perObject } from './per-object-memo.js';
+
+/** A combined filter to write; policies may be copied verbatim from a stored object. */
+export interface CombinedWrite {
+  readonly apiVersion: GeneratedEnvoyFilter['apiVersion'];
+  readonly kind: GeneratedEnvoyFilter['kind'];
+  readonly metadata: { readonly name: string; readonly namespace: string; readonly labels: Labels };
+  readonly spec: { readonly workloadSelector: { readonly labels: Labels }; readonly configPatches: readonly unknown[] };
+}
 
 export interface ShardName {
   readonly port: number;

@@ -1,7 +1,8 @@
 // Keeps the combined HTTP-CONNECT filters of every gateway in line with the recorded ACLs of all
 // active `acl` Extensions of the seed. It converges on what the informer cache STORES, never on
 // a memory of its own writes: a foreign delete or edit shows up in the cache and is repaired by
-// the next sync, and a redundant server-side apply while the cache lags is a no-op on the server.
+// the next sync. The one use of its own writes: while the cache has not yet seen an apply, that
+// same content is not applied again (see lastApplied).
 //
 // Protection never lapses (DESIGN section 6):
 // - add before remove: phase 1 writes every changed shard as its wanted content plus the stored
@@ -10,22 +11,22 @@
 // - a missing input never deletes: gateways are those with a Deployment PLUS those that already
 //   hold stored combined filters; nothing runs before the caches have listed.
 // - a shoot too large for a shard keeps whatever policy of it is stored.
+import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
-import type { GatewayWorkload, Labels } from '../acl/model.js';
+import type { GatewayWorkload } from '../acl/model.js';
 import type { OperatorConfig } from '../acl/operator-config.js';
 import type { EnvoyFilterObject, Extension } from '../gardener/objects.js';
 import { EXTENSION_TYPE } from '../gardener/seed-acl.js';
 import { describeError } from '../kube/errors.js';
 import { FenceRefusedError } from '../kube/lease-fence.js';
 import { jsonEqual } from '../rbac/deep-equal.js';
-import type { GeneratedEnvoyFilter } from '../rbac/envoy-filter-types.js';
 import type { PolicyEntry } from '../rbac/filter-values.js';
 import { SHARED_HOP_ENTRY_OBJECT, sharedHopLayout, storedHopChains } from '../rbac/shared-tunnel-hop.js';
 import { appliedFromState, type AppliedAcl } from './applied-state.js';
 import { refOf, type ClusterClient } from './cluster-client.js';
 import { storedCoverage, storedSelector, uncoveredPaths, type StoredCoverage } from './combined-coverage.js';
-import { changesListeners, combinedForm, copiedFor, deletionRank, type CombinedForm, isShardName, keptOnly, keptSupportRestored, keptWith, storedEntriesAnyForm } from './combined-forms.js';
+import { changesListeners, combinedForm, copiedFor, deletionRank, type CombinedForm, type CombinedWrite, isShardName, keptOnly, keptSupportRestored, keptWith, storedEntriesAnyForm } from './combined-forms.js';
 import { OPERATION_ANNOTATION, Operation, isMigrated } from './extension-contract.js';
 import { tunnelStateFromRecord } from './tunnel-generation.js';
 import { resourceVersionAtLeast } from '../kube/written-versions.js';
@@ -135,13 +136,6 @@ export interface CombinedProtection {
   readonly unplaced?: string;
 }
 
-/** A combined filter to write; policies may be copied verbatim from a stored object. */
-export interface CombinedWrite {
-  readonly apiVersion: GeneratedEnvoyFilter['apiVersion'];
-  readonly kind: GeneratedEnvoyFilter['kind'];
-  readonly metadata: { readonly name: string; readonly namespace: string; readonly labels: Labels };
-  readonly spec: { readonly workloadSelector: { readonly labels: Labels }; readonly configPatches: readonly unknown[] };
-}
 
 /** What a sync writes, in order. */
 export interface CombinedWritePlan {
@@ -336,6 +330,11 @@ function hasForeignFields(stored: unknown, wanted: unknown): boolean {
   return Object.entries(stored).some(([k, v]) => !Object.hasOwn(w, k) || hasForeignFields(v, w[k]));
 }
 
+/** What an apply of `filter` stores that the sync decides on: its labels and spec. */
+function contentDigest(filter: CombinedWrite): string {
+  return createHash('sha256').update(JSON.stringify([filter.metadata.labels, filter.spec])).digest('hex');
+}
+
 /** One of our writes the cache must show before the next decision. */
 interface PendingWrite {
   readonly key: string;
@@ -386,6 +385,17 @@ export class CombinedSyncer {
    * does not cause the same write twice. Decisions are still taken from the cache alone.
    */
   private pending: PendingWrite[] = [];
+  /**
+   * Per object, what our last apply stored (a digest of labels and spec) and the resourceVersion
+   * the server gave it. When the cache lags past cacheLagLimitMs, the sync decides on older
+   * copies; an object whose wanted content is what we stored last, and whose cached copy is older
+   * than that apply, is stored already: applying it again changes nothing on the server but costs
+   * it the most of any request we make (these objects are the largest), which at 5,000 shoots kept
+   * the API server, and so the cache, behind for minutes.
+   */
+  private readonly lastApplied = new Map<string, { readonly digest: string; readonly resourceVersion: string }>();
+  /** The EnvoyFilter cache's watch position and since when it has been there (see cacheBehind). */
+  private watchPosition: { readonly value: string | undefined; readonly since: number } = { value: undefined, since: 0 };
   /** Why the last sync failed (API error, webhook refusal); undefined after a successful one. */
   private lastFailure: string | undefined;
   /** Gateway namespaces whose writes failed in the last sync that wrote, with the error. */
@@ -570,22 +580,16 @@ export class CombinedSyncer {
         return false;
       }
     };
-    for (const filter of plan.grow) {
-      if (!(await step(filter.metadata.namespace, () => this.write(filter, storedByKey.get(key(filter)))))) continue;
-      applied++;
-      if (changesListeners(filter.metadata.name)) listenerWrites++;
-    }
-    for (const filter of plan.settle) {
-      const done = await step(filter.metadata.namespace, async () => {
-        const { resourceVersion } = await deps.client.apply(filter);
-        this.pending.push({ key: key(filter), resourceVersion, deleted: false, at: this.now() });
-      });
-      if (!done) continue;
+    for (const [filter, put] of [...plan.grow.map((f) => [f, () => this.write(f, storedByKey.get(key(f)))] as const), ...plan.settle.map((f) => [f, () => this.apply(f, storedByKey.get(key(f)))] as const)]) {
+      let written = false;
+      if (!(await step(filter.metadata.namespace, async () => void (written = await put())))) continue;
+      if (!written) continue;
       applied++;
       if (changesListeners(filter.metadata.name)) listenerWrites++;
     }
     for (const stale of plan.deletions) {
       const done = await step(stale.metadata.namespace, async () => {
+        this.lastApplied.delete(key(stale));
         await deps.client.delete(refOf(stale));
         this.pending.push({ key: key(stale), resourceVersion: undefined, deleted: true, at: this.now() });
       });
@@ -603,13 +607,42 @@ export class CombinedSyncer {
    * Server-side apply; when another writer added spec fields (apply would keep them, they belong
    * to that writer), the spec is replaced as a whole instead.
    */
-  private async write(filter: CombinedWrite, current: EnvoyFilterObject | undefined): Promise<void> {
+  private async write(filter: CombinedWrite, current: EnvoyFilterObject | undefined): Promise<boolean> {
     if (current && hasForeignFields(current.spec, filter.spec)) {
+      this.lastApplied.delete(key(filter));
       await this.deps.client.jsonPatch(refOf(current), [{ op: 'replace', path: '/spec', value: filter.spec }]);
-      return;
+      return true;
     }
+    return this.apply(filter, current);
+  }
+
+  /**
+   * Whether the EnvoyFilter cache has not yet seen the write that got `resourceVersion`: its watch
+   * position and the cached copy are both older. Once it has, the cache decides again, so a
+   * foreign delete or edit after our write is repaired.
+   */
+  private cacheBehind(resourceVersion: string, cached: EnvoyFilterObject | undefined): boolean {
+    const progress = this.deps.cacheProgress?.();
+    if (progress === undefined) return false;
+    // A watch position that has not moved for the lag limit is a watch that stopped: then a write
+    // may be all that repairs what it missed, so it is made.
+    const now = this.now();
+    if (progress !== this.watchPosition.value) this.watchPosition = { value: progress, since: now };
+    if (now - this.watchPosition.since > (this.deps.cacheLagLimitMs ?? 10_000)) return false;
+    return !resourceVersionAtLeast(progress, resourceVersion) && !resourceVersionAtLeast(cached?.metadata.resourceVersion, resourceVersion);
+  }
+
+  /** Server-side apply, unless what is wanted is what our last apply stored and the cache only lags behind it (see lastApplied). */
+  private async apply(filter: CombinedWrite, current: EnvoyFilterObject | undefined): Promise<boolean> {
+    const k = key(filter);
+    const digest = contentDigest(filter);
+    const last = this.lastApplied.get(k);
+    if (last !== undefined && last.digest === digest && this.cacheBehind(last.resourceVersion, current)) return false;
     const { resourceVersion } = await this.deps.client.apply(filter);
-    this.pending.push({ key: key(filter), resourceVersion, deleted: false, at: this.now() });
+    if (resourceVersion) this.lastApplied.set(k, { digest, resourceVersion });
+    else this.lastApplied.delete(k);
+    this.pending.push({ key: k, resourceVersion, deleted: false, at: this.now() });
+    return true;
   }
 
   private logKeptGateways(namespaces: readonly string[]): void {

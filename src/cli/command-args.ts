@@ -2,7 +2,7 @@
 // value the schema refuses answer alike (text, stream and exit code) whichever command it is.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { z } from 'zod';
-import type { CommandIO } from './render-command.js';
+import type { CommandIO } from './command-io.js';
 
 /** The exit code of every invalid command line, as each command's usage text promises. */
 const INVALID_INPUT = 2;

@@ -3,7 +3,7 @@
 // second list to keep in step (test/cli/compiled-cli.test.ts checks the parsers accept each one).
 import { z } from 'zod';
 import { argsUsageError, parseCommandArgs } from './command-args.js';
-import type { CommandIO } from './render-command.js';
+import type { CommandIO } from './command-io.js';
 import { COMMANDS, COMPLETION_SHELLS, COMPLETION_USAGE, commandUsage, type CommandName } from './usage-texts.js';
 
 export interface CommandCompletion {

@@ -17,7 +17,7 @@ import { describeError } from '../kube/errors.js';
 import { servingNames } from '../webhook/serving-names.js';
 import { serviceHasReadyEndpoint, urlAnswers } from '../webhook/webhook-backend.js';
 import { CONFIGURATION_NAME, mutatingWebhookConfiguration, type ClientTarget } from '../webhook/webhook-configuration.js';
-import type { CommandIO } from './render-command.js';
+import type { CommandIO } from './command-io.js';
 import { serviceRef } from './service-ref.js';
 import { argsUsageError, parseCommandArgs } from './command-args.js';
 import { durationMs } from './duration.js';

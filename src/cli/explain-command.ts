@@ -5,7 +5,7 @@ import { EXPLAIN_PATHS, explainShoot, parseClientAddress, type Explanation, type
 import { formatProblem } from '../gardener/problems.js';
 import { findLegacyChains } from '../rbac/legacy-proxy-patch.js';
 import { argsUsageError, parseCommandArgs, usageError } from './command-args.js';
-import type { CommandIO } from './render-command.js';
+import type { CommandIO } from './command-io.js';
 import { SEED_INPUT_FLAGS, loadSeedModel, shootsNamed } from './seed-inputs.js';
 import { EXPLAIN_USAGE } from './usage-texts.js';
 

@@ -2,7 +2,7 @@
 // Each command's module is imported only when that command runs: together they pull in
 // @kubernetes/client-node, fastify, pino and prom-client, which `--help` (and `completion`, sourced
 // by every new shell) would otherwise wait for.
-import type { CommandIO } from './render-command.js';
+import type { CommandIO } from './command-io.js';
 import { isCommandName, mainUsage, type CommandName } from './usage-texts.js';
 
 const io: CommandIO = {

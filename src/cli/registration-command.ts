@@ -9,7 +9,7 @@ import { controllerDeployment, controllerRegistration, mergeValues, operatorExte
 import { readValuesSchema, valuesSchemaErrors } from '../registration/values-schema.js';
 import { toYamlDocuments } from '../render/yaml-documents.js';
 import { argsUsageError, parseCommandArgs } from './command-args.js';
-import type { CommandIO } from './render-command.js';
+import type { CommandIO } from './command-io.js';
 import { REGISTRATION_USAGE } from './usage-texts.js';
 
 /**

@@ -6,6 +6,7 @@ import { writeDocuments } from '../render/document-writer.js';
 import { progressMode, RenderProgress } from '../render/render-progress.js';
 import { renderSeedStream } from '../render/seed-render.js';
 import { argsUsageError, parseCommandArgs } from './command-args.js';
+import type { CommandIO } from './command-io.js';
 import { loadDocuments } from './load-documents.js';
 import { embeddedExampleSeed } from './package-root.js';
 
@@ -25,20 +26,6 @@ files and kind: List are fine) and prints the EnvoyFilters and the JSON patches 
 legacy apiserver-proxy EnvoyFilters that the extension would write for that seed.
 Without PATH it renders the embedded example seed (examples/seed).
 Exit codes: 0 ok, 2 invalid input (each problem names file, object and field).`;
-
-export interface CommandIO {
-  /** false: the text is buffered; wait for `drained` before writing more. */
-  readonly stdout: (text: string) => unknown;
-  readonly stderr: (text: string) => void;
-  readonly drained?: () => Promise<void>;
-  /** All of stdin, for a FILE argument of "-". */
-  readonly readStdin?: () => Promise<string>;
-  /** Whether stderr and stdout are terminals, for render's progress; undefined: those of this process. */
-  readonly stderrIsTTY?: boolean;
-  readonly stdoutIsTTY?: boolean;
-  /** A clock in milliseconds, for render's progress; undefined: performance.now. */
-  readonly now?: () => number;
-}
 
 export async function renderCommand(argv: readonly string[], io: CommandIO): Promise<number> {
   const now = io.now ?? (() => performance.now());

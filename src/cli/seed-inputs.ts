@@ -18,7 +18,8 @@ import { isShootManifest } from '../gardener/shoot-manifest.js';
 import { loadDocuments } from './load-documents.js';
 import { operatorConfigAmong } from './operator-config-file.js';
 import { withShootManifests, type ManifestInputs } from './shoot-manifest-inputs.js';
-import { EMBEDDED_EXAMPLE, type CommandIO } from './render-command.js';
+import type { CommandIO } from './command-io.js';
+import { EMBEDDED_EXAMPLE } from './render-command.js';
 
 /** The flags of a command that reads a seed (with its positional PATHs) and prints a report. */
 export const SEED_INPUT_FLAGS = {

@@ -11,7 +11,7 @@ import { validateShoot } from '../webhook/shoot-validator.js';
 import { argsUsageError, parseCommandArgs, usageError } from './command-args.js';
 import { loadDocuments } from './load-documents.js';
 import { loadOperatorConfigFile, operatorConfigAmong } from './operator-config-file.js';
-import type { CommandIO } from './render-command.js';
+import type { CommandIO } from './command-io.js';
 
 export const VALIDATE_USAGE = `usage: gardener-acl validate [--config operator.yaml | --max-cidrs N] FILE...
 

@@ -9,7 +9,7 @@ import { checkServedProtection, isProtectionFault, type ServedReport } from '../
 import type { SeedAcl } from '../acl/model.js';
 import { loadKubeConfig } from './kubeconfig.js';
 import { argsUsageError, parseCommandArgs, usageError } from './command-args.js';
-import type { CommandIO } from './render-command.js';
+import type { CommandIO } from './command-io.js';
 import { SEED_INPUT_FLAGS, loadSeedModel, seedInputsProblem, shootsNamed } from './seed-inputs.js';
 import { VERIFY_USAGE } from './usage-texts.js';
 

@@ -19,7 +19,7 @@ import { mutatingWebhookConfiguration, validatingWebhookConfiguration, type Clie
 import { argsUsageError, parseCommandArgs } from './command-args.js';
 import { startProbeServer } from './probe-server.js';
 import { STUCK_CACHE_MS } from './probe-thresholds.js';
-import type { CommandIO } from './render-command.js';
+import type { CommandIO } from './command-io.js';
 import { durationMs } from './duration.js';
 import { serviceRef } from './service-ref.js';
 import { loadKubeConfig } from './kubeconfig.js';

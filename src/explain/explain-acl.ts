@@ -6,7 +6,7 @@ import { vpnDestinationsNamed } from '../rbac/shared-tunnel-hop.js';
 import { cidrContainsAddress, formatAddress, formatCidr, parseIpv4, parseIpv6, type Cidr, type IpFamily } from '../acl/cidr.js';
 import type { SeedAcl, ShootAcl } from '../acl/model.js';
 import { isMatcherForm, type CombinedFormName } from '../acl/operator-config.js';
-import type { AclRule } from '../acl/provider-config.js';
+import type { AclRule } from '../acl/acl-rule.js';
 import { destinationForms, parseTechnicalID } from '../acl/shoot-identity.js';
 
 export const EXPLAIN_PATHS = ['api', 'connect', 'observability', 'legacy'] as const;

@@ -184,7 +184,7 @@ export class PolicyInterner {
   private readonly byDigest = new Map<string, WeakRef<object>>();
   private calls = 0;
 
-  /** `filter` with each policy of its RBAC rules and shadow rules replaced by the shared equal one. */
+  /** `filter` with each policy of its RBAC rules and shadow rules, and each entry of its matchers, replaced by the shared equal one. */
   intern<T extends { spec: Record<string, unknown> }>(filter: T): T {
     const patches = filter.spec['configPatches'];
     if (!Array.isArray(patches)) return filter;
@@ -199,9 +199,27 @@ export class PolicyInterner {
       const typedConfig = value['typed_config'] as Record<string, unknown>;
       const rules = 'rules' in typedConfig ? { rules: internPolicies(typedConfig['rules']) } : {};
       const shadow = 'shadow_rules' in typedConfig ? { shadow_rules: internPolicies(typedConfig['shadow_rules']) } : {};
-      return { ...patch, patch: { ...patch['patch'], value: { ...value, typed_config: { ...typedConfig, ...rules, ...shadow } } } };
+      const matcher = 'matcher' in typedConfig ? { matcher: this.internLeaves(typedConfig['matcher'], 0) } : {};
+      const shadowMatcher = 'shadow_matcher' in typedConfig ? { shadow_matcher: this.internLeaves(typedConfig['shadow_matcher'], 0) } : {};
+      return { ...patch, patch: { ...patch['patch'], value: { ...value, typed_config: { ...typedConfig, ...rules, ...shadow, ...matcher, ...shadowMatcher } } } };
     });
     return { ...filter, spec: { ...filter.spec, configPatches } };
+  }
+
+  /**
+   * The matcher forms (the default) hold each shoot's ACL as the entry of an exact-match map keyed
+   * by the routed value, in every gateway's and port's object: each entry becomes the shared
+   * equal one. At 5,000 shoots of 50 CIDRs the unshared copies were most of the controller's heap.
+   */
+  private internLeaves(node: unknown, depth: number): unknown {
+    // The matchers nest a few levels (hoisted ranges, on_no_match); a deeper tree is not one of ours.
+    if (!isRecord(node) || depth > 12) return node;
+    const exact = node['exact_match_map'];
+    if (isRecord(exact) && isRecord(exact['map'])) {
+      const shared = Object.fromEntries(Object.entries(exact['map']).map(([value, onMatch]) => [value, this.shared(onMatch)]));
+      return { ...node, exact_match_map: { ...exact, map: shared } };
+    }
+    return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, Array.isArray(v) ? v.map((item) => this.internLeaves(item, depth + 1)) : this.internLeaves(v, depth + 1)]));
   }
 
   private shared(policy: unknown): unknown {

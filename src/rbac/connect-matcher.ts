@@ -14,7 +14,8 @@
 import { isRecord } from '../kube/object-json.js';
 import { canonicalFamily, compareCidrs, formatAddress, formatCidr, type Cidr } from '../acl/cidr.js';
 import type { GatewayWorkload, SeedAcl, ShootPolicy } from '../acl/model.js';
-import type { PrincipalType } from '../acl/provider-config.js';
+import type { PrincipalType } from '../acl/acl-rule.js';
+import { RESERVED_HEADER_PREFIX } from '../acl/operator-settings.js';
 import { MANAGED_BY, MANAGED_BY_LABEL, ROLE_LABEL, type GeneratedEnvoyFilter, type MatcherFormFilter, type MatcherFormPatch } from './envoy-filter-types.js';
 import { HTTP_RBAC_TYPE, type Permission, type RbacRules } from './envoy-rbac-types.js';
 import { commonAdmitted, withHoisted, withoutHoisted, type Range } from './hoisted-ranges.js';
@@ -46,7 +47,6 @@ export const ADMITTED_BY_EVERY_SHOOT = 'gardener-acl-always-allowed';
  */
 export const REMOTE_ADDRESS_HEADER = 'x-gardener-acl-remote-address';
 export const DIRECT_ADDRESS_HEADER = 'x-gardener-acl-direct-address';
-export const RESERVED_HEADER_PREFIX = 'x-gardener-acl-';
 const ADDRESS_SOURCES = [
   { header: REMOTE_ADDRESS_HEADER, format: '%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%' },
   { header: DIRECT_ADDRESS_HEADER, format: '%DOWNSTREAM_DIRECT_REMOTE_ADDRESS_WITHOUT_PORT%' },

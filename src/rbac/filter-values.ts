@@ -1,4 +1,4 @@
-import type { RuleMode } from '../acl/provider-config.js';
+import type { RuleMode } from '../acl/acl-rule.js';
 import { HTTP_RBAC_TYPE, NETWORK_RBAC_TYPE, type HttpRbacConfig, type HttpRbacFilter, type NetworkRbacFilter, type Policy } from './envoy-rbac-types.js';
 
 export const FILTER_NAMES = {

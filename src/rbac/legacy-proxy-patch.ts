@@ -2,7 +2,7 @@ import type { Operation } from 'fast-json-patch';
 import { z } from 'zod';
 import type { Cidr } from '../acl/cidr.js';
 import { normalizeCidrSet } from '../acl/cidr.js';
-import type { AclRule } from '../acl/provider-config.js';
+import type { AclRule } from '../acl/acl-rule.js';
 import { jsonEqual } from './deep-equal.js';
 import { FILTER_NAMES, networkDenyFilter, shootStatPrefix } from './filter-values.js';
 import { notAdmittedPrincipal } from './principals.js';

@@ -1,5 +1,5 @@
 import { formatAddress, IPV4_MAPPED_BLOCK, cidrContains, ipv4ToMapped, type Cidr } from '../acl/cidr.js';
-import type { PrincipalType, AclRule } from '../acl/provider-config.js';
+import type { PrincipalType, AclRule } from '../acl/acl-rule.js';
 import type { CidrRange, Principal } from './envoy-rbac-types.js';
 
 function cidrRange(cidr: Cidr): CidrRange {

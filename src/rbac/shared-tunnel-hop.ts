@@ -17,7 +17,7 @@
 // routes and clusters stay as they are. The entry is the same for every shoot and never changes
 // while the shard count stays, so an ACL change never touches a CONNECT listener.
 import type { GatewayWorkload, ShootPolicy } from '../acl/model.js';
-import type { OperatorConfig } from '../acl/operator-config.js';
+import type { OperatorConfig } from '../acl/operator-settings.js';
 import { MANAGED_BY, MANAGED_BY_LABEL, ROLE_LABEL } from './envoy-filter-types.js';
 
 /** Shared hop listeners per gateway; fixed, because the entry's Lua hashes into this many. */

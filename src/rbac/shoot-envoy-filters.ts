@@ -1,5 +1,5 @@
 import type { GatewayWorkload, SeedAcl, ShootAcl } from '../acl/model.js';
-import type { RuleMode } from '../acl/provider-config.js';
+import type { RuleMode } from '../acl/acl-rule.js';
 import { parseTechnicalID } from '../acl/shoot-identity.js';
 import type { Policy } from './envoy-rbac-types.js';
 import {

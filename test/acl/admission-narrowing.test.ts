@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { admitsFewer, type ConnectAdmission } from '../../src/acl/admission-narrowing.js';
 import { formatCidr, parseCidr, type Cidr } from '../../src/acl/cidr.js';
-import type { AclAction, PrincipalType, RuleMode } from '../../src/acl/provider-config.js';
+import type { AclAction, PrincipalType, RuleMode } from '../../src/acl/acl-rule.js';
 
 function cidr(text: string): Cidr {
   const parsed = parseCidr(text);

@@ -5,7 +5,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { parseCidr } from '../../src/acl/cidr.js';
-import { ACTIONS, parseProviderConfig, PRINCIPAL_TYPES, providerConfigSchema, RULE_MODES } from '../../src/acl/provider-config.js';
+import { ACTIONS, PRINCIPAL_TYPES, RULE_MODES } from '../../src/acl/acl-rule.js';
+import { parseProviderConfig, providerConfigSchema } from '../../src/acl/provider-config.js';
 import {
   CIDR_SHAPE,
   PROVIDER_CONFIG_SCHEMA_COMMAND,

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { argsUsageError, parseCommandArgs } from '../../src/cli/command-args.js';
 import { REGISTRATION_USAGE, registrationCommand } from '../../src/cli/registration-command.js';
-import type { CommandIO } from '../../src/cli/render-command.js';
+import type { CommandIO } from '../../src/cli/command-io.js';
 import { WEBHOOK_CONFIG_USAGE, webhookConfigCommand } from '../../src/cli/webhook-command.js';
 
 const USAGE = 'usage: test [--name NAME] [PATH...]';

@@ -6,7 +6,8 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { renderCommand, type CommandIO } from '../../src/cli/render-command.js';
+import type { CommandIO } from '../../src/cli/command-io.js';
+import { renderCommand } from '../../src/cli/render-command.js';
 import { LINE_EVERY_MS, RenderProgress } from '../../src/render/render-progress.js';
 import { writeGeneratedSeed } from '../support/generated-seed.js';
 

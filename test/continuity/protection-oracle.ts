@@ -12,7 +12,7 @@
 // nodes, is refused, by a 403 or, for a listener naming a missing ECDS resource without a default,
 // a 500). What the objects hold decides, not whether a shoot's name appears in them.
 import { formatCidr, parseCidr, type Cidr } from '../../src/acl/cidr.js';
-import type { AclRule } from '../../src/acl/provider-config.js';
+import type { AclRule } from '../../src/acl/acl-rule.js';
 import type { GeneratedEnvoyFilter } from '../../src/rbac/envoy-filter-types.js';
 import type { RbacRules } from '../../src/rbac/envoy-rbac-types.js';
 import { admits } from '../oracle/acl-semantics.js';

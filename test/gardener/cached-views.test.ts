@@ -81,6 +81,34 @@ describe('cached views', () => {
     expect(identityOnly(mr)).toEqual({ apiVersion: mr.apiVersion, kind: mr.kind, metadata: { name: 'extension-acl', namespace: 'shoot--p--a', uid: 'u', resourceVersion: '9' } });
   });
 
+  it('the default form’s ECDS buckets share one object per shoot entry across gateways, equal as JSON to what is stored', async () => {
+    const { objects } = await loadDocuments([EMBEDDED_EXAMPLE]);
+    const buckets = renderSeed(objects)
+      .envoyFilters.filter((f) => /^acl-connect-ecds-b\d+$/.test(f.metadata.name))
+      .map((f) => JSON.parse(JSON.stringify(f)) as { metadata: { name: string; namespace: string }; spec: Record<string, unknown> });
+    const interner = new PolicyInterner();
+    const cached = buckets.map((f) => interner.intern(f));
+    expect(JSON.stringify(cached)).toBe(JSON.stringify(buckets));
+    /** Every exact-match entry of an object, by the value it is keyed by, with the object it is. */
+    const entries = (node: unknown, out: [string, unknown][] = []): [string, unknown][] => {
+      if (typeof node !== 'object' || node === null) return out;
+      const map = (node as { exact_match_map?: { map?: Record<string, unknown> } }).exact_match_map?.map;
+      if (map) out.push(...Object.entries(map));
+      for (const value of Object.values(node)) entries(value, out);
+      return out;
+    };
+    const byValue = new Map<string, Set<unknown>>();
+    const copies = new Map<string, number>();
+    for (const f of cached) for (const [value, entry] of entries(f.spec)) {
+      byValue.set(value, (byValue.get(value) ?? new Set()).add(entry));
+      copies.set(value, (copies.get(value) ?? 0) + 1);
+    }
+    // Each shoot of the example is in one bucket per gateway: several copies as JSON, one object in memory.
+    const shared = [...copies].filter(([, n]) => n > 1).map(([value]) => value);
+    expect(shared.length).toBeGreaterThan(0);
+    for (const value of shared) expect(byValue.get(value)?.size, value).toBe(1);
+  });
+
   it('combined filters share one object per shoot policy across gateways and ports, equal as JSON to what is stored', () => {
     const shoots = [
       { id: 'shoot--p--a', rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['203.0.113.0/24'] } },

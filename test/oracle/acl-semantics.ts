@@ -1,7 +1,7 @@
 // DESIGN section 3, stated directly and independently of the generator: which connections a
 // seed's ACLs must admit. Property tests compare the generated RBAC against this.
 import { cidrContainsAddress, type Cidr } from '../../src/acl/cidr.js';
-import type { AclRule } from '../../src/acl/provider-config.js';
+import type { AclRule } from '../../src/acl/acl-rule.js';
 import { canonicalAddress, type Address } from './addresses.js';
 
 export interface OracleShoot {

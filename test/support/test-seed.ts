@@ -2,7 +2,8 @@
 import { normalizeCidrSet, parseCidr, type Cidr } from '../../src/acl/cidr.js';
 import type { GatewayWorkload, SeedAcl, ShootAcl } from '../../src/acl/model.js';
 import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
-import { parseProviderConfig, type AclRule } from '../../src/acl/provider-config.js';
+import { parseProviderConfig } from '../../src/acl/provider-config.js';
+import type { AclRule } from '../../src/acl/acl-rule.js';
 import type { OracleShoot } from '../oracle/acl-semantics.js';
 
 export interface TestShoot {

@@ -1,6 +1,7 @@
 // Replays a combined-filter write plan against a simulated store, one write or delete at a time,
 // collecting what `gapsNow` reports after each step (the add-before-remove checks).
-import type { CombinedWrite, CombinedWritePlan } from '../../src/actuator/combined-syncer.js';
+import type { CombinedWrite } from '../../src/actuator/combined-forms.js';
+import type { CombinedWritePlan } from '../../src/actuator/combined-syncer.js';
 import type { EnvoyFilterObject } from '../../src/gardener/objects.js';
 
 export type Store = Map<string, EnvoyFilterObject>;
