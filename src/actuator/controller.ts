@@ -31,14 +31,14 @@ import {
 import { PolicyInterner, cachedCluster, cachedManagedResource, cachedDeployment, cachedDnsRecord, cachedExtension, cachedInfrastructure, cachedPod, cachedService, identityOnly, withoutFieldManagement } from '../gardener/cached-views.js';
 import { jsonEqual } from '../rbac/deep-equal.js';
 import { WATCHED, type WatchedResource } from '../gardener/watched-resources.js';
-import { EXTENSION_TYPE, seedAclFromInventory, seedGatewayWorkloads, shootInventoryNamespaces, type SeedInventory } from '../gardener/seed-acl.js';
+import { EXTENSION_TYPE, gatewayChangeAffects, seedAclFromInventory, seedGatewayWorkloads, shootInventoryNamespaces, type SeedInventory } from '../gardener/seed-acl.js';
 import type { SeedAcl } from '../acl/model.js';
 import type { GatewayPod } from '../served/gateway-admin.js';
 import { ServedChecker } from '../served/served-checker.js';
 import { describeError, retryAfterMs } from '../kube/errors.js';
 import { ResilientInformer } from '../kube/informer.js';
 import { FenceRefusedError } from '../kube/lease-fence.js';
-import { kubeObjectJsonSchema, type KubeObjectJson } from '../kube/object-json.js';
+import { keyOf, kubeObjectJsonSchema, type KubeObjectJson } from '../kube/object-json.js';
 import { createWorkQueueMetrics } from '../kube/metrics.js';
 import { WorkQueue } from '../kube/work-queue.js';
 import { WrittenVersions } from '../kube/written-versions.js';
@@ -50,7 +50,7 @@ import { MAX_COMBINED_PACE_MS, combinedSyncDelay, listenerWriteDelay, type Combi
 import { AclActuator } from './acl-actuator.js';
 import { ExtensionReconciler } from './extension-reconciler.js';
 import { hasShootClass, shootNeedsForceDeletion, skipReason } from './handled-extensions.js';
-import { appliedFromState } from './applied-state.js';
+import { appliedFromState, stateSchema } from './applied-state.js';
 import { MANAGED_RESOURCE_NAME } from './managed-resource.js';
 import { CONTROL_PLANE_HEALTHY } from './health-condition.js';
 import { REFERENCE_FINALIZER, REFERENCE_MANAGED_RESOURCE, retireReferenceWebhook } from './reference-extension.js';
@@ -151,7 +151,7 @@ export class AclController {
   private readonly workerLoops: Promise<void>[] = [];
   /** Extension keys whose last reconcile waits for the combined filters to protect them as recorded. */
   private readonly awaitingCombined = new Set<string>();
-  /** Per Extension key, what its last pass wrote, until the cache shows it (see heldForCache). */
+  /** Per Extension (`namespace/name`), what its last pass wrote, until the cache shows it (see heldForCache). */
   private readonly extensionWrites = new WrittenVersions(HOLD_FOR_CACHE_MS);
   /** The gateways' selectors when a pod last changed them (see gatewayPods). */
   private lastGatewaySelectors: string | undefined;
@@ -212,12 +212,13 @@ export class AclController {
         else this.enqueueAll();
       }),
       // A gateway's status changes all day (replicas, readiness, HPA): the cached views leave it out,
-      // so only a change of what is read (selector, labels, existence, load balancer mode) requeues.
+      // so only a change of what is read (selector, labels, existence, load balancer mode) requeues,
+      // and only the shoots whose written filters can depend on that gateway (gatewayChangeAffects).
       deployments: informer(WATCHED.gatewayDeployments, (raw) => mapDefined(deploymentSchema.safeParse(raw).data, cachedDeployment), (event, d, old) => {
-        if (event !== 'update' || !jsonEqual(d, old)) this.enqueueAll();
+        if (event !== 'update' || !jsonEqual(d, old)) this.enqueueShootsOfGateways([d, ...(old ? [old] : [])]);
       }),
       services: informer(WATCHED.gatewayServices, (raw) => mapDefined(serviceSchema.safeParse(raw).data, cachedService), (event, svc, old) => {
-        if (event !== 'update' || !jsonEqual(svc, old)) this.enqueueAll();
+        if (event !== 'update' || !jsonEqual(svc, old)) this.enqueueShootsOfGateways(this.informers.deployments.list(svc.metadata.namespace));
       }),
       // Pods come and go with every rollout and scale: only a change of a gateway's selector matters.
       gatewayPods: informer(WATCHED.gatewayPods, (raw) => mapDefined(podSchema.safeParse(raw).data, cachedPod), () => {
@@ -298,6 +299,7 @@ export class AclController {
       logger,
       warn: (ext, reason, message) => recordWarningEvent(options.client, ext, reason, message, now()),
       adoptedFinalizers: [REFERENCE_FINALIZER],
+      written: this.extensionWrites,
       ...(this.served ? { served: this.served } : {}),
     });
     this.combined = new CombinedSyncer({
@@ -471,6 +473,18 @@ export class AclController {
     this.enqueueAll();
   }
 
+  /** The ACL shoots a change of these gateway Deployments can affect (gatewayChangeAffects), and the combined filters. */
+  private enqueueShootsOfGateways(changed: readonly Deployment[]): void {
+    for (const ext of this.informers.extensions.list()) {
+      if (ext.spec.type !== EXTENSION_TYPE) continue;
+      const namespace = ext.metadata.namespace;
+      const read = shootInventoryNamespaces(namespace).flatMap((ns) => this.informers.gateways.list(ns));
+      const recorded = stateSchema.safeParse(ext.status?.['state'] ?? {}).data?.gatewayNamespaces ?? [];
+      if (gatewayChangeAffects(changed, read, this.informers.gateways.list(namespace).length > 0, recorded)) this.queue.add(`${EXT_PREFIX}${namespace}/${ext.metadata.name}`);
+    }
+    this.combinedQueue.add(COMBINED_KEY);
+  }
+
   private enqueueAll(): void {
     for (const ext of this.informers.extensions.list()) {
       if (ext.spec.type === EXTENSION_TYPE) this.queue.add(`${EXT_PREFIX}${ext.metadata.namespace}/${ext.metadata.name}`);
@@ -513,10 +527,10 @@ export class AclController {
    */
   private heldForCache(key: string, ext: Extension): boolean {
     if (this.stopping) {
-      this.extensionWrites.forget(key);
+      this.extensionWrites.forget(keyOf(ext));
       return false;
     }
-    if (!this.extensionWrites.lagging(key, ext.metadata.resourceVersion)) return false;
+    if (!this.extensionWrites.lagging(keyOf(ext), ext.metadata.resourceVersion)) return false;
     this.queue.addAfter(key, CACHE_HOLD_POLL_MS);
     return true;
   }
@@ -554,7 +568,7 @@ export class AclController {
     const [namespace, name] = key.slice(EXT_PREFIX.length).split('/');
     const ext = this.informers.extensions.get(name ?? '', namespace);
     if (!ext) {
-      this.extensionWrites.forget(key);
+      this.extensionWrites.forget(key.slice(EXT_PREFIX.length));
       return 'done';
     }
     if (this.heldForCache(key, ext)) return 'parked';
@@ -565,7 +579,6 @@ export class AclController {
       return 'done';
     }
     const outcome = await this.reconciler.reconcile(ext, { forceDelete: shootNeedsForceDeletion(cluster) });
-    this.extensionWrites.note(key, outcome.written);
     return outcome.kind;
   }
 

@@ -9,6 +9,7 @@ import type { Extension } from '../gardener/objects.js';
 import { jsonEqual } from '../rbac/deep-equal.js';
 import { mergePatchTo } from '../kube/object-json.js';
 import { ReportedProblem, type Actuator, type ActuatorResult } from './actuator.js';
+import type { WrittenVersions } from '../kube/written-versions.js';
 import type { ClusterClient, ObjectRef, Written } from './cluster-client.js';
 import { conditionsWith, protectionVerdict, servedVerdict, type Condition } from './health-condition.js';
 import { describeServedFaults, type ServedFault } from '../served/served-checker.js';
@@ -40,6 +41,8 @@ export interface ExtensionReconcilerDeps {
   readonly adoptedFinalizers?: readonly string[];
   /** What the gateways serve (the served check); absent: not checked. */
   readonly served?: ServedView;
+  /** Each write of an Extension, by `namespace/name`, until the caller's cache shows it. */
+  readonly written?: WrittenVersions;
 }
 
 /** The served check's answers the reconciler reads. */
@@ -49,12 +52,7 @@ export interface ServedView {
   uncheckedReason(): string | undefined;
 }
 
-/**
- * `written`: the resourceVersion of this pass's last write to the Extension. The informer may not
- * show it yet; deciding again on an older copy would repeat writes already made, so the caller
- * lets the cache catch up to it first.
- */
-export type ReconcileOutcome = ({ readonly kind: 'done' } | { readonly kind: 'retry'; readonly reason: string }) & { readonly written?: string };
+export type ReconcileOutcome = { readonly kind: 'done' } | { readonly kind: 'retry'; readonly reason: string };
 
 const DONE: ReconcileOutcome = { kind: 'done' };
 
@@ -134,26 +132,20 @@ const DESCRIPTIONS: Record<OperationType, { readonly processing: string; readonl
 };
 
 export class ExtensionReconciler {
-  /** Per Extension key, the last resourceVersion written in the running pass (one pass per key at a time). */
-  private readonly passVersions = new Map<string, string>();
-
   constructor(private readonly deps: ExtensionReconcilerDeps) {}
 
-  async reconcile(ext: Extension, options: { readonly forceDelete?: boolean } = {}): Promise<ReconcileOutcome> {
-    const key = keyOf(ext);
-    try {
-      const outcome = await this.decide(ext, options);
-      const written = this.passVersions.get(key);
-      return written === undefined ? outcome : { ...outcome, written };
-    } finally {
-      this.passVersions.delete(key);
-    }
+  reconcile(ext: Extension, options: { readonly forceDelete?: boolean } = {}): Promise<ReconcileOutcome> {
+    return this.decide(ext, options);
   }
 
-  /** Every write of the Extension goes through here, so the pass knows the version it left. */
+  /**
+   * Every write of the Extension goes through here, so `written` learns the version it left: the
+   * caller holds the next pass until its cache shows that version (deciding again on an older
+   * copy would repeat writes already made).
+   */
   private async writeExtension(ext: Extension, write: (client: ClusterClient, ref: ObjectRef) => Promise<Written>): Promise<void> {
     const result = await write(this.deps.client, extensionRef(ext));
-    if (result?.resourceVersion) this.passVersions.set(keyOf(ext), result.resourceVersion);
+    this.deps.written?.note(keyOf(ext), result?.resourceVersion ?? undefined);
   }
 
   private async decide(ext: Extension, options: { readonly forceDelete?: boolean }): Promise<ReconcileOutcome> {

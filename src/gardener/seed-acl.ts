@@ -57,6 +57,18 @@ function podLabels(d: Deployment): Labels {
   return { ...d.spec.selector.matchLabels, ...(d.spec.template?.metadata.labels ?? {}) };
 }
 
+/**
+ * Whether a change of gateway Deployments (`changed`: each as it was and as it is) can change what
+ * a shoot's ACL writes: its recorded gateways include one of their namespaces, a Gateway it reads
+ * (`gateways`: its own and the observability gateway's) selects one of them before or after, or it
+ * has no Gateway of its own yet (its filter is then written ahead on every gateway).
+ */
+export function gatewayChangeAffects(changed: readonly Deployment[], gateways: readonly Gateway[], hasOwnGateway: boolean, recordedGatewayNamespaces: readonly string[]): boolean {
+  if (!hasOwnGateway) return true;
+  if (changed.some((d) => recordedGatewayNamespaces.includes(d.metadata.namespace))) return true;
+  return gateways.some((g) => changed.some((d) => isSubset(g.spec.selector, podLabels(d))));
+}
+
 /** Seed ingress gateways: every `istio-ingressgateway` except the virtual garden's. */
 export function seedGatewayWorkloads(deployments: readonly Deployment[], pods: readonly Pod[] = []): GatewayWorkload[] {
   return deployments

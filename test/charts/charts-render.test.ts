@@ -67,7 +67,7 @@ describe('seed chart rendering', () => {
       const nodeOptions = container.env.find((e) => e.name === 'NODE_OPTIONS')?.value ?? '';
       expect(nodeOptions).toMatch(/^--max-old-space-size=\d+ --max-semi-space-size=\d+$/);
       expect({ limit: container.resources.limits?.memory, oldSpace: Number(/--max-old-space-size=(\d+)/.exec(nodeOptions)?.[1]) }).toEqual(
-        command === 'controller' ? { limit: '512Mi', oldSpace: 256 } : { limit: '320Mi', oldSpace: 160 },
+        command === 'controller' ? { limit: '768Mi', oldSpace: 512 } : { limit: '320Mi', oldSpace: 160 },
       );
       expect(find(objects, 'VerticalPodAutoscaler', name).spec).toMatchObject({
         targetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name },
@@ -352,12 +352,12 @@ describe('the controller’s memory limit holds its V8 heap limit', () => {
 
   it('raised together, or the heap limit dropped, renders as given', async () => {
     expect(await controllerContainer({ 'resources.controller.limits.memory': '1Gi', 'controller.heap.maxOldSpaceMiB': 800 })).toEqual({ nodeOptions: '--max-old-space-size=800 --max-semi-space-size=2', limit: '1Gi' });
-    expect(await controllerContainer({ 'controller.heap': null })).toEqual({ nodeOptions: undefined, limit: '512Mi' });
-    expect(await controllerContainer({ 'resources.controller.limits': null })).toEqual({ nodeOptions: '--max-old-space-size=256 --max-semi-space-size=2', limit: undefined });
+    expect(await controllerContainer({ 'controller.heap': null })).toEqual({ nodeOptions: undefined, limit: '768Mi' });
+    expect(await controllerContainer({ 'resources.controller.limits': null })).toEqual({ nodeOptions: '--max-old-space-size=512 --max-semi-space-size=2', limit: undefined });
   });
 
   it.each([
-    ['a heap raised alone', ['--set', 'controller.heap.maxOldSpaceMiB=2048'], "the controller's memory limit 512Mi (512 MiB) is below what its heap needs: controller.heap.maxOldSpaceMiB 2048 + 3 x maxSemiSpaceMiB 2 + 128 MiB for code and native memory = 2182 MiB; raise resources.controller.limits.memory (or the flat resources.limits.memory) or lower controller.heap"],
+    ['a heap raised alone', ['--set', 'controller.heap.maxOldSpaceMiB=2048'], "the controller's memory limit 768Mi (768 MiB) is below what its heap needs: controller.heap.maxOldSpaceMiB 2048 + 3 x maxSemiSpaceMiB 2 + 128 MiB for code and native memory = 2182 MiB; raise resources.controller.limits.memory (or the flat resources.limits.memory) or lower controller.heap"],
     ['the reference extension’s flat limit', ['--set', 'resources.limits.memory=200Mi'], "the controller's memory limit 200Mi (200 MiB) is below what its heap needs"],
     ['a limit in decimal units', ['--set', 'resources.controller.limits.memory=400M'], "the controller's memory limit 400M (381 MiB) is below what its heap needs"],
   ])('%s is refused with the fix', async (_name, args, message) => {
