@@ -22,7 +22,6 @@
 // once its cache holds every recorded ACL and its index is built.
 // usage: KUBE_ASSETS=$(bash scripts/setup-kube.sh | tail -1) GARDENER_BIN=$(bash scripts/setup-gardener.sh | tail -1) npx tsx bench/controller.ts [shoots] [rss|all] [cidrs]
 import { spawn } from 'node:child_process';
-import https from 'node:https';
 import { readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
@@ -39,7 +38,7 @@ import { execFileSync } from 'node:child_process';
 import { MANAGED_RESOURCE_NAME } from '../src/actuator/managed-resource.js';
 import { startWithCRDs } from '../test/kube/kube-test-helpers.js';
 import type { ControlPlane } from '../test/kube/control-plane.js';
-import { legacyFilter } from '../test/webhook/webhook-fixtures.js';
+import { legacyFilterUpdateReview, postHttps } from '../test/webhook/webhook-fixtures.js';
 import { MUTATING_WEBHOOK_PATH } from '../src/webhook/webhook-configuration.js';
 import { startApiFaultProxy } from '../test/support/api-fault-proxy.js';
 import { startResourceManager, type ResourceManager } from '../test/support/gardener-resource-manager.js';
@@ -369,32 +368,8 @@ async function startWebhook(cp: ControlPlane, settings: ProcessMemorySettings) {
     return text;
   };
   const admit = async (shoot: string, n: number): Promise<void> => {
-    const object = legacyFilter(shoot, DEFAULT_GW.namespace);
-    const body = JSON.stringify({
-      apiVersion: 'admission.k8s.io/v1',
-      kind: 'AdmissionReview',
-      request: {
-        uid: `bench-${n}`,
-        kind: { group: 'networking.istio.io', version: 'v1alpha3', kind: 'EnvoyFilter' },
-        resource: { group: 'networking.istio.io', version: 'v1alpha3', resource: 'envoyfilters' },
-        name: shoot,
-        namespace: DEFAULT_GW.namespace,
-        operation: 'UPDATE',
-        userInfo: { username: 'system:serviceaccount:garden:gardenlet' },
-        object,
-        oldObject: object,
-        options: { kind: 'UpdateOptions', apiVersion: 'meta.k8s.io/v1' },
-      },
-    });
-    const ca = await readFile(caFile, 'utf8');
-    await new Promise<void>((resolve, reject) => {
-      const request = https.request(`https://127.0.0.1:${port}${MUTATING_WEBHOOK_PATH}`, { method: 'POST', ca, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (response) => {
-        response.resume();
-        response.on('end', () => (response.statusCode === 200 ? resolve() : reject(new Error(`webhook answered HTTP ${response.statusCode}`))));
-      });
-      request.on('error', reject);
-      request.end(body);
-    });
+    const answer = await postHttps(`https://127.0.0.1:${port}${MUTATING_WEBHOOK_PATH}`, await readFile(caFile, 'utf8'), legacyFilterUpdateReview(shoot, DEFAULT_GW.namespace, `bench-${n}`));
+    if (answer.status !== 200) throw new Error(`webhook answered HTTP ${answer.status}`);
   };
   const report = async (shoots: readonly ShootFixture[], count: number): Promise<void> => {
     const ready = await timeUntil(async () => (await fetch(`http://127.0.0.1:${probePort}/readyz`)).ok, 120_000);

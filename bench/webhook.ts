@@ -13,7 +13,7 @@ import { staticCacheSource } from '../src/webhook/acl-index.js';
 import { selfSignedCertificates } from '../src/webhook/serving-certs.js';
 import { startWebhookApp } from '../src/webhook/webhook-app.js';
 import { MUTATING_WEBHOOK_PATH } from '../src/webhook/webhook-configuration.js';
-import { legacyFilter } from '../test/webhook/webhook-fixtures.js';
+import { legacyFilterUpdateReview } from '../test/webhook/webhook-fixtures.js';
 
 const SECONDS = Number(process.argv[2] ?? 5);
 const CONCURRENCY = Number(process.argv[3] ?? 32);
@@ -41,26 +41,7 @@ const extensions = Array.from({ length: SHOOTS }, (_, i) =>
 );
 
 /** 256 distinct UPDATE reviews, as the API server sends them for Gardener's legacy filters. */
-const bodies = Array.from({ length: 256 }, (_, n) => {
-  const shoot = id((n * 7919) % SHOOTS);
-  const object = legacyFilter(shoot, 'istio-ingress');
-  return JSON.stringify({
-    apiVersion: 'admission.k8s.io/v1',
-    kind: 'AdmissionReview',
-    request: {
-      uid: `uid-${n}`,
-      kind: { group: 'networking.istio.io', version: 'v1alpha3', kind: 'EnvoyFilter' },
-      resource: { group: 'networking.istio.io', version: 'v1alpha3', resource: 'envoyfilters' },
-      name: shoot,
-      namespace: 'istio-ingress',
-      operation: 'UPDATE',
-      userInfo: { username: 'system:serviceaccount:garden:gardenlet' },
-      object,
-      oldObject: object,
-      options: { kind: 'UpdateOptions', apiVersion: 'meta.k8s.io/v1' },
-    },
-  });
-});
+const bodies = Array.from({ length: 256 }, (_, n) => legacyFilterUpdateReview(id((n * 7919) % SHOOTS), 'istio-ingress', `uid-${n}`));
 
 interface Result {
   readonly requests: number;

@@ -26,6 +26,27 @@ export function legacyFilter(technicalID: string, namespace: string, name = tech
   };
 }
 
+/** The AdmissionReview the API server sends for gardenlet's UPDATE of a shoot's legacy apiserver-proxy filter. */
+export function legacyFilterUpdateReview(technicalID: string, namespace: string, uid: string): string {
+  const object = legacyFilter(technicalID, namespace);
+  return JSON.stringify({
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      uid,
+      kind: { group: 'networking.istio.io', version: 'v1alpha3', kind: 'EnvoyFilter' },
+      resource: { group: 'networking.istio.io', version: 'v1alpha3', resource: 'envoyfilters' },
+      name: technicalID,
+      namespace,
+      operation: 'UPDATE',
+      userInfo: { username: 'system:serviceaccount:garden:gardenlet' },
+      object,
+      oldObject: object,
+      options: { kind: 'UpdateOptions', apiVersion: 'meta.k8s.io/v1' },
+    },
+  });
+}
+
 /** Extension.status.state as the controller writes it after applying an ALLOW rule. */
 export function appliedState(cidrs: readonly string[], gatewayNamespaces: readonly string[] = ['istio-ingress']): Record<string, unknown> {
   return {
