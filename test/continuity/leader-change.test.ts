@@ -136,7 +136,7 @@ describe('one writer across leader changes (two controller processes, real kube-
     const changedAt = performance.now();
     await changeEveryAcl(INITIAL, SECOND);
     // Mid-reconcile: a has begun writing the new ACLs (its responses are held back).
-    await eventually('a at work', () => a.proxy.requests.some((r) => isWrite(r.method) && r.path.includes('/managedresources') && r.at > changedAt), 10_000);
+    await eventually('a at work', () => a.proxy.requests.some((r) => isWrite(r.method) && r.path.includes('/managedresources') && r.at > changedAt), 30_000);
     a.child.kill('SIGTERM');
     expect(await a.exited).toBe(0);
     await eventually('b leads', () => b.leads(), 30_000);
@@ -156,7 +156,7 @@ describe('one writer across leader changes (two controller processes, real kube-
     b.proxy.setMode({ kind: 'delay-responses', delayMs: RESPONSE_DELAY_MS });
     const changedAt = performance.now();
     await changeEveryAcl(SECOND, THIRD);
-    await eventually('b at work', () => b.proxy.requests.some((r) => isWrite(r.method) && r.path.includes('/managedresources') && r.at > changedAt), 10_000);
+    await eventually('b at work', () => b.proxy.requests.some((r) => isWrite(r.method) && r.path.includes('/managedresources') && r.at > changedAt), 30_000);
     const killedAt = performance.now();
     b.child.kill('SIGKILL');
     await eventually('c leads', () => c.leads(), 30_000);
