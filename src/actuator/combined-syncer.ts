@@ -580,12 +580,18 @@ export class CombinedSyncer {
         return false;
       }
     };
-    for (const [filter, put] of [...plan.grow.map((f) => [f, () => this.write(f, storedByKey.get(key(f)))] as const), ...plan.settle.map((f) => [f, () => this.apply(f, storedByKey.get(key(f)))] as const)]) {
-      let written = false;
-      if (!(await step(filter.metadata.namespace, async () => void (written = await put())))) continue;
-      if (!written) continue;
-      applied++;
-      if (changesListeners(filter.metadata.name)) listenerWrites++;
+    // Phase 1 may meet another writer's spec fields (write); phase 2 applies what phase 1 left.
+    const phases = [
+      { filters: plan.grow, put: (f: CombinedWrite) => this.write(f, storedByKey.get(key(f))) },
+      { filters: plan.settle, put: (f: CombinedWrite) => this.apply(f, storedByKey.get(key(f))) },
+    ];
+    for (const { filters, put } of phases) {
+      for (const filter of filters) {
+        let written = false;
+        if (!(await step(filter.metadata.namespace, async () => void (written = await put(filter)))) || !written) continue;
+        applied++;
+        if (changesListeners(filter.metadata.name)) listenerWrites++;
+      }
     }
     for (const stale of plan.deletions) {
       const done = await step(stale.metadata.namespace, async () => {

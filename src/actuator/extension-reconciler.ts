@@ -145,7 +145,7 @@ export class ExtensionReconciler {
    */
   private async writeExtension(ext: Extension, write: (client: ClusterClient, ref: ObjectRef) => Promise<Written>): Promise<void> {
     const result = await write(this.deps.client, extensionRef(ext));
-    this.deps.written?.note(keyOf(ext), result?.resourceVersion ?? undefined);
+    this.deps.written?.note(keyOf(ext), result?.resourceVersion);
   }
 
   private async decide(ext: Extension, options: { readonly forceDelete?: boolean }): Promise<ReconcileOutcome> {

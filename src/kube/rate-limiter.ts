@@ -56,9 +56,7 @@ export class ControllerRateLimiter {
 
   /** The delay before the key's next attempt; counts one more failure for the key. */
   when(key: string): number {
-    const failures = this.failures.get(key) ?? 0;
-    this.failures.set(key, failures + 1);
-    return Math.max(exponentialDelay(this.baseDelayMs, this.maxDelayMs, failures), this.bucket.reserve());
+    return Math.max(this.itemDelay(key), this.bucket.reserve());
   }
 
   /** The per-item part of when() alone: counts one more attempt for the key and takes no token of the bucket. */
