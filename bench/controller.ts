@@ -22,38 +22,27 @@
 // once its cache holds every recorded ACL and its index is built.
 // usage: KUBE_ASSETS=$(bash scripts/setup-kube.sh | tail -1) GARDENER_BIN=$(bash scripts/setup-gardener.sh | tail -1) npx tsx bench/controller.ts [shoots] [rss|all] [cidrs]
 import { spawn } from 'node:child_process';
-import { readFile, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parse as parseYaml } from 'yaml';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { z } from 'zod';
 import { pino } from 'pino';
 import { ResilientInformer } from '../src/kube/informer.js';
 import { listAll } from '../src/kube/list-watch.js';
 import { withApiRetry } from './api-retry.js';
 import { createObject, deleteObject, getObject, mergePatch, type ObjectRef } from '../src/kube/objects-client.js';
-import { execFileSync } from 'node:child_process';
 import { MANAGED_RESOURCE_NAME } from '../src/actuator/managed-resource.js';
 import { startWithCRDs } from '../test/kube/kube-test-helpers.js';
-import type { ControlPlane } from '../test/kube/control-plane.js';
-import { legacyFilterUpdateReview, postHttps } from '../test/webhook/webhook-fixtures.js';
-import { MUTATING_WEBHOOK_PATH } from '../src/webhook/webhook-configuration.js';
 import { startApiFaultProxy } from '../test/support/api-fault-proxy.js';
 import { startResourceManager, type ResourceManager } from '../test/support/gardener-resource-manager.js';
-import { DEFAULT_GW, ZONAL_GW, allowRule, createSeed, technicalID, type ShootFixture } from '../test/actuator/seed-fixture.js';
+import { ZONAL_GW, allowRule, createSeed, technicalID, type ShootFixture } from '../test/actuator/seed-fixture.js';
+import {
+  OTHER_EXTENSION_TYPES, ROOT, benchShoots, chartMemorySettings, compileDist, createRealisticSeed, freePort, metric, seconds, shootCidrs, sleep, startWebhook, summary, timeUntil, writesByKind,
+} from './seed-bench.js';
 
 const SHOOTS = Number(process.argv[2] ?? 1000);
 const RSS_ONLY = process.argv[3] === 'rss';
 const CIDRS = Number(process.argv[4] ?? 2);
 if (!Number.isInteger(CIDRS) || CIDRS < 2 || CIDRS > 1000) throw new Error(`cidrs ${process.argv[4]}: give a whole number from 2 to 1000`);
-/** Shoot i's ACL: one IPv4 and one IPv6 range, and /24s up to CIDRS ranges in all. */
-const shootCidrs = (i: number): string[] => [
-  `${10 + (i % 200)}.${i % 256}.0.0/16`,
-  `2001:db8:${i.toString(16)}::/48`,
-  ...Array.from({ length: CIDRS - 2 }, (_, j) => `${100 + (j % 100)}.${i % 256}.${Math.floor(i / 256) % 256}.0/24`),
-];
 const RSS_GOAL_MIB = 300;
 // The controller runs the chart's defaults (combined form, least interval between listener
 // changes, workers) but for the resync period: the chart's 10 m would not come round within the
@@ -61,90 +50,7 @@ const RSS_GOAL_MIB = 300;
 // each): 20 s up to 1,000 shoots, longer beyond so that resyncs do not crowd out the cold start on
 // this 2-core machine.
 const RESYNC_S = Math.max(20, Math.ceil(SHOOTS / 50));
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-
-const memorySchema = z.string().regex(/^\d+(Mi|Gi)$/);
-const heapSchema = z.object({ maxOldSpaceMiB: z.number().int(), maxSemiSpaceMiB: z.number().int() }).nullish();
-const chartValuesSchema = z.looseObject({
-  resources: z.looseObject({
-    controller: z.looseObject({ limits: z.looseObject({ memory: memorySchema }).optional() }),
-    webhook: z.looseObject({ limits: z.looseObject({ memory: memorySchema }).optional() }),
-  }),
-  controller: z.looseObject({ heap: heapSchema }),
-  webhook: z.looseObject({ heap: heapSchema }),
-});
-
-interface ProcessMemorySettings {
-  readonly limitMiB: number | undefined;
-  readonly nodeOptions: string | undefined;
-}
-
-/** The memory limit (MiB) and NODE_OPTIONS the seed chart gives the controller and the webhook by default. */
-async function chartMemorySettings(): Promise<{ controller: ProcessMemorySettings; webhook: ProcessMemorySettings }> {
-  const values = chartValuesSchema.parse(parseYaml(await readFile(path.join(ROOT, 'charts/gardener-acl/values.yaml'), 'utf8')));
-  const settings = (limit: string | undefined, heap: z.infer<typeof heapSchema>): ProcessMemorySettings => ({
-    limitMiB: limit === undefined ? undefined : Number.parseInt(limit, 10) * (limit.endsWith('Gi') ? 1024 : 1),
-    nodeOptions: heap ? `--max-old-space-size=${heap.maxOldSpaceMiB} --max-semi-space-size=${heap.maxSemiSpaceMiB}` : undefined,
-  });
-  return {
-    controller: settings(values.resources.controller.limits?.memory, values.controller.heap),
-    webhook: settings(values.resources.webhook.limits?.memory, values.webhook.heap),
-  };
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
-
-async function pool<T>(items: readonly T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < items.length) await work(items[next++] as T);
-  }));
-}
-
-function metric(text: string, name: string): number {
-  return text
-    .split('\n')
-    .filter((l) => l.startsWith(name) && !l.startsWith('#'))
-    .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
-}
-
-function writesByKind(text: string): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const line of text.split('\n').filter((l) => l.startsWith('gardener_acl_api_writes_total{'))) {
-    const verb = /verb="([^"]+)"/.exec(line)?.[1];
-    const kind = /kind="([^"]+)"/.exec(line)?.[1];
-    out[`${verb} ${kind}`] = Number(line.split(' ').pop());
-  }
-  return out;
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 const TRIES = 20;
-const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
-function summary(samples: readonly number[]): string {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return `p50 ${seconds(sorted[Math.floor(sorted.length / 2)] ?? NaN)}, max ${seconds(sorted[sorted.length - 1] ?? NaN)} (${sorted.length} tries)`;
-}
-
-/** Polls `probe` every 50 ms until it holds; the time it took, or undefined after `limitMs`. */
-async function timeUntil(probe: () => Promise<boolean>, limitMs = 60_000): Promise<number | undefined> {
-  const start = performance.now();
-  while (performance.now() - start < limitMs) {
-    if (await probe().catch(() => false)) return performance.now() - start;
-    await sleep(50);
-  }
-  return undefined;
-}
 
 async function main(): Promise<void> {
   const cp = await startWithCRDs([]);
@@ -156,32 +62,11 @@ async function main(): Promise<void> {
   try {
     const proxyKubeconfig = `${cp.dir}/via-fault-proxy.kubeconfig`;
     await writeFile(proxyKubeconfig, proxy.kubeConfigVia(cp.kubeConfig).exportConfig(), { mode: 0o600 });
-    const shoots: ShootFixture[] = Array.from({ length: SHOOTS }, (_, i) => ({
-      project: `p${i % 50}`,
-      name: `s${i}`,
-      providerConfig: allowRule(...shootCidrs(i)),
-      gateway: i % 2 ? ZONAL_GW : DEFAULT_GW,
-      egressCIDRs: [`198.51.${i % 256}.1/32`],
-    }));
-    const seedStart = Date.now();
-    await withApiRetry('create gateways', () => createSeed(cp.kubeConfig, [DEFAULT_GW, ZONAL_GW], []));
-    await pool(shoots, 16, (s) => withApiRetry(`create ${technicalID(s)}`, () => createSeed(cp.kubeConfig, [], [s])));
-    // What a real seed adds that the extension never reads.
-    const cloudProfile = { apiVersion: 'core.gardener.cloud/v1beta1', kind: 'CloudProfile', metadata: { name: 'provider' }, spec: { machineImages: Array.from({ length: 40 }, (_, i) => ({ name: `image-${i}`, versions: Array.from({ length: 8 }, (_, j) => ({ version: `${i}.${j}.0`, architectures: ['amd64', 'arm64'], cri: [{ name: 'containerd' }] })) })), machineTypes: Array.from({ length: 60 }, (_, i) => ({ name: `m${i}.large`, cpu: `${i % 32}`, memory: `${i}Gi`, gpu: '0', usable: true, architecture: 'amd64' })) } };
-    const otherTypes = ['dns', 'os', 'networking', 'provider'];
-    await pool(shoots, 16, async (s) => {
-      const ns = technicalID(s);
-      await withApiRetry(`cloudProfile ${ns}`, () => mergePatch(cp.kubeConfig, { apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Cluster', name: ns }, { spec: { cloudProfile } }));
-      for (const type of otherTypes) {
-        await withApiRetry(`extension ${type} ${ns}`, () =>
-          createObject(cp.kubeConfig, { apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension', metadata: { name: type, namespace: ns }, spec: { type, providerConfig: { apiVersion: `${type}.extensions.gardener.cloud/v1alpha1`, kind: 'Config', settings: Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`setting${i}`, `value-${i}-${ns}`])) } } }),
-        );
-      }
-    });
-    console.log(`seed: ${SHOOTS} shoots with ${CIDRS} CIDRs each, 2 gateways, a CloudProfile in each Cluster and ${otherTypes.length} other Extensions per shoot; objects created in ${((Date.now() - seedStart) / 1000).toFixed(1)} s`);
+    const shoots = benchShoots(SHOOTS, CIDRS);
+    const seeded = await createRealisticSeed(cp.kubeConfig, shoots);
+    console.log(`seed: ${SHOOTS} shoots with ${CIDRS} CIDRs each, 2 gateways, a CloudProfile in each Cluster and ${OTHER_EXTENSION_TYPES.length} other Extensions per shoot; objects created in ${seeded.toFixed(1)} s`);
     grm = await startResourceManager(cp, { logLevel: 'info', syncPeriod: '1h' });
-    const dist = path.join(ROOT, 'dist');
-    execFileSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', path.join(ROOT, 'tsconfig.json'), '--outDir', dist, '--sourceMap', 'false'], { stdio: 'inherit' });
+    compileDist();
 
     const port = await freePort();
     const start = Date.now();
@@ -343,52 +228,6 @@ async function main(): Promise<void> {
  * Succeeded for the new generation (gardenlet's Wait gives up after 3 minutes) and how long the
  * full pass took to drain, so the two can be compared.
  */
-/**
- * The EnvoyFilter webhook as the seed chart runs it (compiled, its NODE_OPTIONS), on the API server
- * directly (not through the fault proxy, whose request counts are the controller's). Its cache holds
- * every acl Extension with the state the controller records; its admission index is built by
- * the first AdmissionReviews after that, which report() sends before it reads the memory.
- */
-async function startWebhook(cp: ControlPlane, settings: ProcessMemorySettings) {
-  const port = await freePort();
-  const probePort = await freePort();
-  const kubeconfig = `${cp.dir}/webhook.kubeconfig`;
-  const caFile = `${cp.dir}/webhook-ca.pem`;
-  await writeFile(kubeconfig, cp.kubeConfig.exportConfig(), { mode: 0o600 });
-  const child = spawn(
-    process.execPath,
-    [path.join(ROOT, 'dist/src/cli/main.js'), 'webhook', '--webhooks', 'envoyfilter', '--kubeconfig', kubeconfig, '--self-signed', '--ca-out', caFile, '--host', '127.0.0.1', '--port', String(port), '--probe-port', String(probePort), '--log-level', 'warn'],
-    { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, NODE_OPTIONS: settings.nodeOptions ?? '' } },
-  );
-  const metrics = async (): Promise<string> => (await fetch(`http://127.0.0.1:${probePort}/metrics`)).text();
-  let peakRss = 0;
-  const sample = async () => {
-    const text = await metrics().catch(() => '');
-    peakRss = Math.max(peakRss, metric(text, 'process_resident_memory_bytes'));
-    return text;
-  };
-  const admit = async (shoot: string, n: number): Promise<void> => {
-    const answer = await postHttps(`https://127.0.0.1:${port}${MUTATING_WEBHOOK_PATH}`, await readFile(caFile, 'utf8'), legacyFilterUpdateReview(shoot, DEFAULT_GW.namespace, `bench-${n}`));
-    if (answer.status !== 200) throw new Error(`webhook answered HTTP ${answer.status}`);
-  };
-  const report = async (shoots: readonly ShootFixture[], count: number): Promise<void> => {
-    const ready = await timeUntil(async () => (await fetch(`http://127.0.0.1:${probePort}/readyz`)).ok, 120_000);
-    if (ready === undefined) throw new Error('the webhook did not become ready within 120 s');
-    // The cache follows the controller's status writes: give it the last of them.
-    await sleep(5000);
-    for (let n = 0; n < 20; n++) await admit(technicalID(shoots[(n * 7919) % shoots.length] as ShootFixture), n);
-    await sleep(2000);
-    const text = await sample();
-    const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
-    const now = metric(text, 'process_resident_memory_bytes');
-    console.log(
-      `webhook: NODE_OPTIONS=${settings.nodeOptions ?? '(none)'}; ${count} acl Extensions cached, index built by 20 admissions: RSS peak ${mib(peakRss)}, now ${mib(now)}; V8 heap used ${mib(metric(text, 'nodejs_heap_size_used_bytes'))} of ${mib(metric(text, 'nodejs_heap_size_total_bytes'))}` +
-        (settings.limitMiB !== undefined ? `; against the chart's memory limit of ${settings.limitMiB} MiB: peak ${(peakRss / 2 ** 20 / settings.limitMiB).toFixed(2)}, now ${(now / 2 ** 20 / settings.limitMiB).toFixed(2)}` : "; the chart sets no memory limit"),
-    );
-  };
-  return { sample, report, kill: () => child.kill('SIGTERM') };
-}
-
 async function gardenletWaitDuringResync(kc: KubeConfig, metrics: () => Promise<string>, shoots: readonly ShootFixture[]): Promise<void> {
   const target = shoots[Math.floor(shoots.length / 2)];
   if (!target) return;
@@ -401,7 +240,7 @@ async function gardenletWaitDuringResync(kc: KubeConfig, metrics: () => Promise<
   if (await getObject(kc, infoRef)) await mergePatch(kc, infoRef, { data });
   else await createObject(kc, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'shoot-info', namespace: 'kube-system' }, data });
   await sleep(200);
-  const written = await mergePatch(kc, extRef, { spec: { providerConfig: allowRule(...shootCidrs(shoots.indexOf(target)), '192.0.2.0/24') } });
+  const written = await mergePatch(kc, extRef, { spec: { providerConfig: allowRule(...shootCidrs(shoots.indexOf(target), CIDRS), '192.0.2.0/24') } });
   const generation = (written as { metadata?: { generation?: number } } | undefined)?.metadata?.generation;
   const succeeded = await timeUntil(async () => {
     const ext = (await getObject(kc, extRef)) as { status?: { observedGeneration?: number; lastOperation?: { state?: string } } } | undefined;

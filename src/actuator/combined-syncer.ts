@@ -510,14 +510,15 @@ export class CombinedSyncer {
     const limit = this.deps.cacheLagLimitMs ?? 10_000;
     const now = this.now();
     this.pending = this.pending.filter((p) => {
-      if (now - p.at > limit) {
+      // Whether the cache shows it is asked first: a sync of many writes takes longer than the
+      // limit itself, so its first writes are older than that when the next sync looks.
+      const cached = byKey.get(p.key);
+      const lagging = p.deleted ? cached !== undefined : p.resourceVersion !== undefined && !resourceVersionAtLeast(progress, p.resourceVersion) && !resourceVersionAtLeast(cached?.metadata.resourceVersion, p.resourceVersion);
+      if (lagging && now - p.at > limit) {
         this.deps.logger.warn({ filter: p.key, waitedMs: Math.round(now - p.at) }, 'the EnvoyFilter cache has not shown our write yet; deciding without it');
         return false;
       }
-      const cached = byKey.get(p.key);
-      if (p.deleted) return cached !== undefined;
-      if (p.resourceVersion === undefined) return false;
-      return !resourceVersionAtLeast(progress, p.resourceVersion) && !resourceVersionAtLeast(cached?.metadata.resourceVersion, p.resourceVersion);
+      return lagging;
     });
     return this.pending.length === 0;
   }

@@ -376,8 +376,16 @@ describe('extension controller on a real kube-apiserver', () => {
     // Informers reconnect at their own pace; the ManagedResource follows once the Gateway is seen.
     await eventually('D ManagedResource', () => getObject(cp.kubeConfig, mrRef(technicalID(D))), 60_000);
     await settled('after restart');
-    const secrets = (await listAll(cp.kubeConfig, `/api/v1/namespaces/${technicalID(D)}/secrets`)).items;
-    expect(secrets).toHaveLength(1);
+    // D's ManagedResource references one Secret, and it exists. A reconcile that ran before the
+    // Gateway informer listed again wrote D's filters ahead on every gateway, and the next one for
+    // its own gateway: the earlier Secret is then unreferenced and left to the resource manager's
+    // garbage collector (off here), so it must carry the label that collector honours.
+    const mr = (await getObject(cp.kubeConfig, mrRef(technicalID(D)))) as { spec?: { secretRefs?: { name: string }[] } } | undefined;
+    const referenced = (mr?.spec?.secretRefs ?? []).map((r) => r.name);
+    expect(referenced).toHaveLength(1);
+    const secrets = (await listAll(cp.kubeConfig, `/api/v1/namespaces/${technicalID(D)}/secrets`)).items as { metadata: { name: string; labels?: Record<string, string> } }[];
+    expect(secrets.map((s) => s.metadata.name)).toContain(referenced[0]);
+    for (const s of secrets) expect(s.metadata.labels?.['resources.gardener.cloud/garbage-collectable-reference']).toBe('true');
     expect(await policiesIn(ZONAL_GW.namespace)).toContain('shoot--q--d');
     // Until every watch is open again a cache may lag what is stored; the controller then re-applies
     // what it cannot see (no-ops on the server). Unchanged input means no write once caches follow.

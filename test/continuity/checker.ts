@@ -8,6 +8,10 @@
 // appears is charged to the controller: the goal is none. A shoot new to the expectations is
 // not charged until it has been seen fully protected once (the time to get there is measured
 // separately, as "new shoot to protected").
+//
+// A change of a shoot's ManagedResource or Secret can only change that shoot's protection, so only
+// that shoot is judged again (a seed of thousands of shoots changes many of them a second); a
+// change of a combined filter, of the expectations as a whole or of the topology judges every shoot.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 
@@ -38,6 +42,8 @@ export interface ContinuityReport {
   readonly faultGaps: readonly (GapRecord & { readonly openMs: number | undefined })[];
   /** Gaps open right now. */
   readonly open: readonly string[];
+  /** Time spent judging stored states (ms): in all, and the longest single judgement. */
+  readonly judging: { readonly totalMs: number; readonly maxMs: number };
 }
 
 const parse = (raw: unknown): Raw | undefined => {
@@ -56,6 +62,7 @@ export class ContinuityChecker {
   private readonly managedResources: ResilientInformer<Raw>;
   private readonly secrets: ResilientInformer<Raw>;
   private expectations: readonly ShootExpectation[] = [];
+  private expectationByID = new Map<string, ShootExpectation>();
   private openGaps = new Map<string, { record: GapRecord; fault: boolean }>();
   private readonly controllerGaps: GapRecord[] = [];
   private readonly faultGaps: (GapRecord & { openMs: number | undefined })[] = [];
@@ -66,40 +73,67 @@ export class ContinuityChecker {
    */
   private readonly protectedOnce = new Set<string>();
   private states = 0;
+  private judgingMs = 0;
+  private longestJudgementMs = 0;
 
-  constructor(kubeConfig: KubeConfig, private topology: Topology) {
-    const informer = (path: string, labelSelector: string | undefined, kind: string) =>
+  /** Combined-filter changes not judged yet (only with `coalesceCombinedMs`). */
+  private combinedBacklog: { what: string; resourceVersion: string | undefined }[] = [];
+  private combinedTimer: NodeJS.Timeout | undefined;
+
+  /**
+   * `coalesceCombinedMs`: judge the combined filters' changes at most once per that many ms, on the
+   * state stored by then (bench/soak.ts: judging thousands of shoots after each of a sync's writes
+   * would fall ever further behind). States in between are not judged; tests leave it unset.
+   */
+  constructor(kubeConfig: KubeConfig, private topology: Topology, private readonly coalesceCombinedMs?: number) {
+    const informer = (path: string, labelSelector: string | undefined, kind: string, perShoot: boolean) =>
       new ResilientInformer<Raw>({
         kubeConfig,
         path,
         ...(labelSelector ? { labelSelector } : {}),
         parse,
-        onChange: (_event, obj) => this.evaluate(`${kind} ${obj.metadata.namespace ?? ''}/${obj.metadata.name}`, obj.metadata.resourceVersion),
+        onChange: (_event, obj) => {
+          const what = `${kind} ${obj.metadata.namespace ?? ''}/${obj.metadata.name}`;
+          if (perShoot) this.evaluate([what], obj.metadata.resourceVersion, obj.metadata.namespace ?? '');
+          else this.combinedChanged(what, obj.metadata.resourceVersion);
+        },
         logger: testLogger().child({ component: 'continuity-checker' }),
         initialBackoffMs: 50,
         maxBackoffMs: 500,
       });
-    this.combined = informer('/apis/networking.istio.io/v1alpha3/envoyfilters', `${MANAGED_BY_LABEL}=${MANAGED_BY},${ROLE_LABEL}=connect`, 'EnvoyFilter');
-    this.managedResources = informer('/apis/resources.gardener.cloud/v1alpha1/managedresources', undefined, 'ManagedResource');
-    this.secrets = informer('/api/v1/secrets', `${MANAGED_BY_LABEL}=${MANAGED_BY}`, 'Secret');
+    this.combined = informer('/apis/networking.istio.io/v1alpha3/envoyfilters', `${MANAGED_BY_LABEL}=${MANAGED_BY},${ROLE_LABEL}=connect`, 'EnvoyFilter', false);
+    this.managedResources = informer('/apis/resources.gardener.cloud/v1alpha1/managedresources', undefined, 'ManagedResource', true);
+    this.secrets = informer('/api/v1/secrets', `${MANAGED_BY_LABEL}=${MANAGED_BY}`, 'Secret', true);
   }
 
   /** Starts watching; `shoots` are the expectations from now on (replace them with `expect`). */
   async start(shoots: readonly ShootExpectation[]): Promise<void> {
-    this.expectations = shoots;
+    this.setExpectations(shoots);
     await Promise.all([this.combined.start(), this.managedResources.start(), this.secrets.start()]);
-    this.evaluate('start', undefined);
+    this.evaluate(['start'], undefined);
   }
 
   expect(shoots: readonly ShootExpectation[]): void {
+    this.setExpectations(shoots);
+    this.evaluate(['expectations changed'], undefined);
+  }
+
+  /** Replaces (or adds) one shoot's expectation and judges that shoot again. */
+  expectShoot(shoot: ShootExpectation): void {
+    const at = this.expectations.findIndex((e) => e.technicalID === shoot.technicalID);
+    this.setExpectations(at < 0 ? [...this.expectations, shoot] : this.expectations.map((e, i) => (i === at ? shoot : e)));
+    this.evaluate([`expectation of ${shoot.technicalID} changed`], undefined, shoot.technicalID);
+  }
+
+  private setExpectations(shoots: readonly ShootExpectation[]): void {
     this.expectations = shoots;
-    this.evaluate('expectations changed', undefined);
+    this.expectationByID = new Map(shoots.map((e) => [e.technicalID, e]));
   }
 
   /** A gateway added or removed: gaps on a new gateway count once it was protected there. */
   setTopology(topology: Topology): void {
     this.topology = topology;
-    this.evaluate('topology changed', undefined);
+    this.evaluate(['topology changed'], undefined);
   }
 
   /** The next stored change of `key` ("EnvoyFilter ns/name", "ManagedResource ns/name", "Secret ns/name") is an injected fault. */
@@ -123,15 +157,21 @@ export class ContinuityChecker {
       controllerGaps: [...this.controllerGaps],
       faultGaps: this.faultGaps.map((g) => ({ ...g })),
       open: [...this.openGaps.keys()].sort(),
+      judging: { totalMs: this.judgingMs, maxMs: this.longestJudgementMs },
     };
   }
 
+  /** The combined filters as the checker's cache holds them now (for a look at a gap's cause). */
+  storedCombined(): readonly unknown[] {
+    return this.combined.list();
+  }
+
   async stop(): Promise<void> {
+    clearTimeout(this.combinedTimer);
     await Promise.all([this.combined.stop(), this.managedResources.stop(), this.secrets.stop()]);
   }
 
   private stored(shoots: readonly ShootExpectation[] = this.expectations) {
-    const secrets = new Map(this.secrets.list().map((s) => [`${s.metadata.namespace ?? ''}/${s.metadata.name}`, s]));
     const perShoot = new Map<string, unknown[] | undefined>();
     for (const shoot of shoots) {
       const mr = this.managedResources.get('extension-acl', shoot.technicalID) as (Raw & { spec?: { secretRefs?: { name: string }[] } }) | undefined;
@@ -142,7 +182,7 @@ export class ContinuityChecker {
       const objects: unknown[] = [];
       let missing = false;
       for (const ref of mr.spec?.secretRefs ?? []) {
-        const secret = secrets.get(`${shoot.technicalID}/${ref.name}`) as (Raw & { data?: Record<string, string> }) | undefined;
+        const secret = this.secrets.get(ref.name, shoot.technicalID) as (Raw & { data?: Record<string, string> }) | undefined;
         if (!secret) {
           missing = true;
           continue;
@@ -157,22 +197,45 @@ export class ContinuityChecker {
     return { combined: this.combined.list(), perShoot };
   }
 
-  private evaluate(what: string, resourceVersion: string | undefined): void {
+  private combinedChanged(what: string, resourceVersion: string | undefined): void {
+    if (this.coalesceCombinedMs === undefined) {
+      this.evaluate([what], resourceVersion);
+      return;
+    }
+    this.combinedBacklog.push({ what, resourceVersion });
+    this.combinedTimer ??= setTimeout(() => {
+      this.combinedTimer = undefined;
+      const backlog = this.combinedBacklog;
+      this.combinedBacklog = [];
+      this.evaluate(backlog.map((b) => b.what), backlog[backlog.length - 1]?.resourceVersion);
+    }, this.coalesceCombinedMs);
+  }
+
+  /** Judges the stored state after the changes `whats`; `shoot`: only that shoot's protection can have changed. */
+  private evaluate(whats: readonly string[], resourceVersion: string | undefined, shoot?: string): void {
+    const what = whats.length > 3 ? `${whats.slice(0, 3).join(', ')} and ${whats.length - 3} more` : whats.join(', ');
     if (![this.combined, this.managedResources, this.secrets].every((i) => i.hasSynced())) return;
+    let judged = this.expectations;
+    if (shoot !== undefined) {
+      const expectation = this.expectationByID.get(shoot);
+      // Not a shoot the checker judges: nothing it judges changed (an announced fault stays pending).
+      if (expectation === undefined) return;
+      judged = [expectation];
+    }
     this.states++;
     const now = performance.now();
-    const all = protectionGaps(this.stored(), this.expectations, this.topology);
+    const all = protectionGaps(this.stored(judged), judged, this.topology);
     const open = new Set(all.map(gapPair));
-    for (const shoot of this.expectations) {
+    for (const shoot of judged) {
       for (const namespace of new Set([...this.topology.gateways, ...shoot.sniGateways])) {
         const pair = `${shoot.technicalID} ${namespace}`;
         if (!open.has(pair)) this.protectedOnce.add(pair);
       }
     }
     const gaps = new Set(all.filter((g) => this.protectedOnce.has(gapPair(g))));
-    const fault = this.announced.delete(what);
+    const fault = whats.map((w) => this.announced.delete(w)).some(Boolean);
     for (const [gap, open] of this.openGaps) {
-      if (gaps.has(gap)) continue;
+      if (gaps.has(gap) || (shoot !== undefined && gapPair(gap).split(' ')[0] !== shoot)) continue;
       this.openGaps.delete(gap);
       if (open.fault) {
         const record = this.faultGaps.find((g) => g.gap === gap && g.openMs === undefined);
@@ -186,5 +249,8 @@ export class ContinuityChecker {
       if (fault) this.faultGaps.push({ ...record, openMs: undefined });
       else this.controllerGaps.push(record);
     }
+    const took = performance.now() - now;
+    this.judgingMs += took;
+    this.longestJudgementMs = Math.max(this.longestJudgementMs, took);
   }
 }
