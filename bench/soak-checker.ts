@@ -37,17 +37,21 @@ const expectation = (w: WireShoot): ShootExpectation => ({
 
 let checker: ContinuityChecker | undefined;
 // SOAK_GAP_DUMP_DIR: the stored combined filters are written there when the checker charges the
-// controller with its first gaps (up to three times), for a look at what was stored.
+// controller with new gaps (up to ten times), with the objects the checker holds for their shoots, for a look at what was stored.
 const dumpDir = process.env['SOAK_GAP_DUMP_DIR'];
 let dumped = 0;
 let gapsSeen = 0;
 if (dumpDir !== undefined) {
   setInterval(() => {
     const gaps = checker?.report().controllerGaps ?? [];
-    if (gaps.length === gapsSeen || dumped >= 3 || checker === undefined) return;
-    gapsSeen = gaps.length;
+    if (gaps.length === gapsSeen || dumped >= 10 || checker === undefined) return;
     const file = path.join(dumpDir, `gap-${++dumped}.json`);
-    writeFileSync(file, JSON.stringify({ gaps: gaps.slice(0, 50), combined: checker.storedCombined() }, null, 1));
+    const before = gapsSeen;
+    gapsSeen = gaps.length;
+    const fresh = gaps.slice(before, before + 50);
+    const shoots = [...new Set(fresh.map((g) => g.gap.split(' ')[0] ?? ''))].slice(0, 10);
+    const known = checker;
+    writeFileSync(file, JSON.stringify({ gaps: fresh, shoots: Object.fromEntries(shoots.map((id) => [id, known.storedFor(id)])), combined: checker.storedCombined() }, null, 1));
   }, 200).unref();
 }
 const send = (message: unknown) => process.send?.(message);

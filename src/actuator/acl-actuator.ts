@@ -19,7 +19,7 @@ import { jsonEqual } from '../rbac/deep-equal.js';
 import { legacyProxyPatch, type LegacyProxyAcl } from '../rbac/legacy-proxy-patch.js';
 import { buildShootEnvoyFilters, shootFilterName, tunnelHopFilterName } from '../rbac/shoot-envoy-filters.js';
 import { ReportedProblem, type Actuator, type ActuatorResult } from './actuator.js';
-import { appliedFromState, stateFor, stateSchema, type AppliedAcl } from './applied-state.js';
+import { appliedFromState, stateFor, stateSchema, type AppliedAcl } from '../gardener/applied-state.js';
 import type { ClusterClient, ObjectRef } from './cluster-client.js';
 import type { CombinedProtection } from './combined-syncer.js';
 import { MANAGED_RESOURCE_NAME, checkStoredManagedResource, managedResourceObjects, managedResourceProgress, type ManagedResourceProgress } from './managed-resource.js';

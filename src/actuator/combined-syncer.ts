@@ -17,20 +17,18 @@ import { Gauge, type Registry } from 'prom-client';
 import type { GatewayWorkload } from '../acl/model.js';
 import type { OperatorConfig } from '../acl/operator-config.js';
 import type { EnvoyFilterObject, Extension } from '../gardener/objects.js';
-import { EXTENSION_TYPE } from '../gardener/seed-acl.js';
 import { describeError } from '../kube/errors.js';
 import { FenceRefusedError } from '../kube/lease-fence.js';
 import { jsonEqual } from '../rbac/deep-equal.js';
 import type { PolicyEntry } from '../rbac/filter-values.js';
 import { SHARED_HOP_ENTRY_OBJECT, sharedHopLayout, storedHopChains } from '../rbac/shared-tunnel-hop.js';
-import { appliedFromState, type AppliedAcl } from './applied-state.js';
+import { appliedFromState, type AppliedAcl } from '../gardener/applied-state.js';
 import { refOf, type ClusterClient } from './cluster-client.js';
 import { storedCoverage, storedSelector, uncoveredPaths, type StoredCoverage } from './combined-coverage.js';
 import { changesListeners, combinedForm, copiedFor, deletionRank, type CombinedForm, type CombinedWrite, isShardName, keptOnly, keptSupportRestored, keptWith, storedEntriesAnyForm } from './combined-forms.js';
-import { OPERATION_ANNOTATION, Operation, isMigrated } from './extension-contract.js';
 import { tunnelStateFromRecord } from './tunnel-generation.js';
 import { resourceVersionAtLeast } from '../kube/written-versions.js';
-import { hasShootClass } from '../gardener/extension-class.js';
+import { isActive } from '../gardener/extension-class.js';
 
 export interface CombinedSyncerDeps {
   readonly client: ClusterClient;
@@ -72,13 +70,6 @@ export interface ListenerGate {
   readonly listenerWriteDelayMs: number;
 }
 
-/** An Extension whose shoot is served by this seed: not deleted, migrated or awaiting restore. */
-export function isActive(ext: Extension): boolean {
-  if (ext.spec.type !== EXTENSION_TYPE || !hasShootClass(ext) || ext.metadata.deletionTimestamp) return false;
-  const annotation = ext.metadata.annotations?.[OPERATION_ANNOTATION];
-  if (annotation === Operation.migrate || annotation === Operation.waitForState) return false;
-  return !isMigrated(ext);
-}
 
 export function appliedAcls(extensions: readonly Extension[]): AppliedAcl[] {
   return extensions.filter(isActive).flatMap((ext) => appliedFromState(ext.metadata.namespace, ext.status?.['state']) ?? []);

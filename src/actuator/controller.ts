@@ -1,7 +1,6 @@
 // Wires informers, the work queues and the reconcilers into the running extension controller.
 // Keys: `ext:<namespace>/<name>` for one Extension (queue `acl`), `combined` for the seed-wide
 // CONNECT filters (queue `acl-combined`, one worker of its own).
-import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { ApiException, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { Counter, Histogram, type Registry } from 'prom-client';
@@ -51,12 +50,12 @@ import { MAX_COMBINED_PACE_MS, combinedSyncDelay, listenerWriteDelay, type Combi
 import { AclActuator } from './acl-actuator.js';
 import { ExtensionReconciler } from './extension-reconciler.js';
 import { hasShootClass, shootNeedsForceDeletion, skipReason } from './handled-extensions.js';
-import { appliedFromState, stateSchema } from './applied-state.js';
+import { appliedFromState, stateSchema } from '../gardener/applied-state.js';
 import { MANAGED_RESOURCE_NAME } from './managed-resource.js';
 import { CONTROL_PLANE_HEALTHY } from './health-condition.js';
 import { REFERENCE_FINALIZER, REFERENCE_MANAGED_RESOURCE, retireReferenceWebhook } from './reference-extension.js';
 import { recordWarningEvent } from './events.js';
-import { gardenletWaits } from './extension-contract.js';
+import { gardenletWaits } from '../gardener/extension-contract.js';
 
 export const COMBINED_KEY = 'combined';
 
@@ -585,11 +584,6 @@ export class AclController {
 
   private async workerLoop(queue: WorkQueue): Promise<void> {
     for (;;) {
-      // A reconcile that finds everything in place awaits only settled promises, so a queue of
-      // them would run as one chain of microtasks: the lease renewal, probes and watch events
-      // would wait for all of them (100 such shoots held the event loop for 10 s, and the leader
-      // lost its lease). Each key starts in a turn of its own.
-      await yieldToEventLoop();
       const key = await queue.get();
       if (key === undefined || this.stopping) return;
       const controller = key === COMBINED_KEY ? 'acl-combined' : 'acl';

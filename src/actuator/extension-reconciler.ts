@@ -25,7 +25,7 @@ import {
   lastOperation,
   operationType,
   type OperationType,
-} from './extension-contract.js';
+} from '../gardener/extension-contract.js';
 
 export interface ExtensionReconcilerDeps {
   readonly client: ClusterClient;

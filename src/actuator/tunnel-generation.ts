@@ -9,7 +9,7 @@
 import { admitsFewer, type ConnectAdmission } from '../acl/admission-narrowing.js';
 import { formatCidr } from '../acl/cidr.js';
 import { cidrStringSchema } from '../acl/cidr-schema.js';
-import { tunnelsSchema, type AppliedAcl, type RecordedTunnelState } from './applied-state.js';
+import { tunnelsSchema, type AppliedAcl, type RecordedTunnelState } from '../gardener/applied-state.js';
 
 export interface TunnelState {
   readonly generation: number;

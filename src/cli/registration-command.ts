@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { packChart } from '../registration/chart-archive.js';
 import { controllerDeployment, controllerRegistration, mergeValues, operatorExtension, type HelmValues } from '../registration/registration-objects.js';
 import { readValuesSchema, valuesSchemaErrors } from '../registration/values-schema.js';
-import { toYamlDocuments } from '../render/yaml-documents.js';
+import { toYamlDocuments } from '../kube/yaml-documents.js';
 import { argsUsageError, parseCommandArgs } from './command-args.js';
 import type { CommandIO } from './command-io.js';
 import { REGISTRATION_USAGE } from './usage-texts.js';

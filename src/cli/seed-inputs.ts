@@ -6,7 +6,7 @@ import { parse as parseYaml } from 'yaml';
 import { formatCidr, type Cidr } from '../acl/cidr.js';
 import { defaultOperatorConfig, parseOperatorConfig, type OperatorConfig } from '../acl/operator-config.js';
 import { parseProviderConfig } from '../acl/provider-config.js';
-import { appliedFromState } from '../actuator/applied-state.js';
+import { appliedFromState } from '../gardener/applied-state.js';
 import type { SourcedObject } from '../gardener/inventory.js';
 import { formatProblem, type Problem } from '../gardener/problems.js';
 import { WATCHED } from '../gardener/watched-resources.js';

@@ -8,9 +8,9 @@ import { parseTechnicalID } from '../acl/shoot-identity.js';
 import type { Cluster, ConfigMap, Deployment, DnsRecord, Extension, Gateway, Infrastructure, Pod, Service } from './objects.js';
 import { hostsOnEveryGateway, predictedApiHosts } from './predicted-api-hosts.js';
 import { objectRef, type Problem } from './problems.js';
-import { hasShootClass } from './extension-class.js';
+import { EXTENSION_TYPE, hasShootClass } from './extension-class.js';
 
-export const EXTENSION_TYPE = 'acl';
+export { EXTENSION_TYPE };
 const GATEWAY_DEPLOYMENT = 'istio-ingressgateway';
 const OBSERVABILITY_GATEWAY = { namespace: 'garden', name: 'nginx-ingress-controller' };
 const SHOOT_INFO = { namespace: 'kube-system', name: 'shoot-info' };

@@ -1,5 +1,6 @@
 // The shape every Kubernetes object shares, as plain JSON, and the key the caches use.
 import { z } from 'zod';
+import { isRecord } from '../json/record.js';
 
 export const objectMetadataSchema = z.looseObject({
   name: z.string().min(1),
@@ -26,9 +27,7 @@ export function keyOf(obj: { metadata: { name: string; namespace?: string | unde
   return objectKey(obj.metadata.name, obj.metadata.namespace);
 }
 
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
+export { isRecord };
 
 /**
  * The JSON merge patch (RFC 7386) that turns `stored` into exactly `desired`: a merge patch keeps

@@ -28,7 +28,7 @@ import {
   type MatcherEntry,
   type OnMatch,
 } from './connect-matcher.js';
-import { isRecord } from '../kube/object-json.js';
+import { isRecord } from '../json/record.js';
 import { HTTP_RBAC_TYPE } from './envoy-rbac-types.js';
 import { MANAGED_BY, MANAGED_BY_LABEL, ROLE_LABEL, type DiscoveredFilter, type ExtensionConfigPatch, type GeneratedEnvoyFilter, type MatcherFormPatch } from './envoy-filter-types.js';
 import { FILTER_NAMES } from './filter-values.js';

@@ -11,7 +11,7 @@
 // IPv4 address it stands for. Envoy's own address inputs keep the mapped form, which matches only
 // IPv6 ranges, so every IPv4 range would need its mapped twin in every leaf: at 5,000 shoots that
 // was a third of Envoy's memory for the ACLs.
-import { isRecord } from '../kube/object-json.js';
+import { isRecord } from '../json/record.js';
 import { canonicalFamily, compareCidrs, formatAddress, formatCidr, type Cidr } from '../acl/cidr.js';
 import type { GatewayWorkload, SeedAcl, ShootPolicy } from '../acl/model.js';
 import type { PrincipalType } from '../acl/acl-rule.js';

@@ -8,7 +8,7 @@
 // leaves it was built from, and rebuilding from them gives the same object: a range leaves a leaf
 // only when the leaf keeps at least one other range in the same node, and reading puts the
 // hoisted ranges back into that node in the order the leaf builder uses.
-import { isRecord } from '../kube/object-json.js';
+import { isRecord } from '../json/record.js';
 import { compareCidrs, parseCidr, type Cidr } from '../acl/cidr.js';
 import { jsonEqual } from './deep-equal.js';
 

@@ -1,6 +1,6 @@
 import { writeJsonListItem } from './json-documents.js';
-import { TextBuffer } from './text-buffer.js';
-import { writeYamlDocument } from './yaml-documents.js';
+import { TextBuffer } from '../kube/text-buffer.js';
+import { writeYamlDocument } from '../kube/yaml-documents.js';
 
 export type OutputFormat = 'yaml' | 'json';
 

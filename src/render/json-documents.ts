@@ -1,4 +1,4 @@
-import { emitOrFallback, NotHandledHere, type TextBuffer } from './text-buffer.js';
+import { emitOrFallback, NotHandledHere, type TextBuffer } from '../kube/text-buffer.js';
 
 /**
  * A document as an item of a JSON List indented by 2 (the item's lines indented by 4, its first

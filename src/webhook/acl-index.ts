@@ -4,8 +4,8 @@
 // The source is the ACL the controller recorded in Extension.status.state, not the raw
 // providerConfig: an invalid or half-finished change then never removes a shoot's protection
 // (DESIGN section 6), and the legacy filters and the combined filters always agree.
-import { isActive } from '../actuator/combined-syncer.js';
-import { appliedFromState, type AppliedAcl } from '../actuator/applied-state.js';
+import { isActive } from '../gardener/extension-class.js';
+import { appliedFromState, type AppliedAcl } from '../gardener/applied-state.js';
 import type { Extension } from '../gardener/objects.js';
 import { KEEP_AS_STORED, type LegacyProxyAcl } from '../rbac/legacy-proxy-patch.js';
 

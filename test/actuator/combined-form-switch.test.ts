@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { GatewayWorkload } from '../../src/acl/model.js';
 import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
-import type { AppliedAcl } from '../../src/actuator/applied-state.js';
+import type { AppliedAcl } from '../../src/gardener/applied-state.js';
 import { storedCoverage, uncoveredPaths } from '../../src/actuator/combined-coverage.js';
 import { combinedForm, storedEntriesAnyForm } from '../../src/actuator/combined-forms.js';
 import { appliedAcls, planCombinedWrites, unreadableAcls } from '../../src/actuator/combined-syncer.js';

@@ -9,7 +9,7 @@ import type { PolicyEntry } from '../../src/rbac/filter-values.js';
 import { describe, expect, it } from 'vitest';
 import type { GatewayWorkload } from '../../src/acl/model.js';
 import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
-import type { AppliedAcl } from '../../src/actuator/applied-state.js';
+import type { AppliedAcl } from '../../src/gardener/applied-state.js';
 import type { ClusterClient } from '../../src/actuator/cluster-client.js';
 import { storedCoverage, uncoveredPaths } from '../../src/actuator/combined-coverage.js';
 import { CombinedSyncer, appliedAcls, combinedGateways, planCombinedWrites } from '../../src/actuator/combined-syncer.js';

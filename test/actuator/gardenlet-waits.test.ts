@@ -1,7 +1,7 @@
 // Which Extension events the controller serves before a resync (issue 31 point 3): those gardenlet's
 // Extension Wait is running for. The queue's side is in test/kube/work-queue.test.ts.
 import { describe, expect, it } from 'vitest';
-import { gardenletWaits, OPERATION_ANNOTATION } from '../../src/actuator/extension-contract.js';
+import { gardenletWaits, OPERATION_ANNOTATION } from '../../src/gardener/extension-contract.js';
 import type { Extension } from '../../src/gardener/objects.js';
 
 const ext = (metadata: Partial<Extension['metadata']>, status?: Record<string, unknown>): Extension => ({

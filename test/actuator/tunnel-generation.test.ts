@@ -2,7 +2,7 @@
 // replayed over sequences of reconciles, each saying whether the stored CONNECT filters already
 // hold the ACL computed then.
 import { describe, expect, it } from 'vitest';
-import { appliedFromState, stateSchema, type AppliedAcl } from '../../src/actuator/applied-state.js';
+import { appliedFromState, stateSchema, type AppliedAcl } from '../../src/gardener/applied-state.js';
 import { nextTunnelState, recordedTunnelState, tunnelStateFromRecord, type TunnelState } from '../../src/actuator/tunnel-generation.js';
 
 const ID = 'shoot--p--a';

@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { renderSeed } from '../../src/render/seed-render.js';
-import { toYamlDocuments } from '../../src/render/yaml-documents.js';
+import { toYamlDocuments } from '../../src/kube/yaml-documents.js';
 import { generatedSeedObjects, writeGeneratedSeed } from '../support/generated-seed.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

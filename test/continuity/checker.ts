@@ -17,6 +17,7 @@ import { parseAllDocuments } from 'yaml';
 
 import { manifestsOf } from '../../src/actuator/managed-resource.js';
 import { ResilientInformer } from '../../src/kube/informer.js';
+import { resourceVersionAtLeast } from '../../src/kube/written-versions.js';
 import { MANAGED_BY, MANAGED_BY_LABEL, ROLE_LABEL } from '../../src/rbac/envoy-filter-types.js';
 import { testLogger } from '../kube/kube-test-helpers.js';
 import { protectionGaps, type ShootExpectation, type Topology } from './protection-oracle.js';
@@ -94,7 +95,10 @@ export class ContinuityChecker {
         parse,
         onChange: (_event, obj) => {
           const what = `${kind} ${obj.metadata.namespace ?? ''}/${obj.metadata.name}`;
-          if (perShoot) this.evaluate([what], obj.metadata.resourceVersion, obj.metadata.namespace ?? '');
+          if (perShoot) {
+            if (kind === 'ManagedResource' && this.secretsBehind(obj)) return;
+            this.evaluate([what], obj.metadata.resourceVersion, obj.metadata.namespace ?? '');
+          }
           else this.combinedChanged(what, obj.metadata.resourceVersion);
         },
         logger: testLogger().child({ component: 'continuity-checker' }),
@@ -158,6 +162,30 @@ export class ContinuityChecker {
       faultGaps: this.faultGaps.map((g) => ({ ...g })),
       open: [...this.openGaps.keys()].sort(),
       judging: { totalMs: this.judgingMs, maxMs: this.longestJudgementMs },
+    };
+  }
+
+  /**
+   * Whether a ManagedResource names a Secret the Secret watch has not delivered yet, and that
+   * watch is behind the ManagedResource's change: the two watches are separate streams, and the
+   * controller creates the Secret before it points the ManagedResource at it. The Secret's own
+   * event judges the shoot then; a Secret deleted later still opens a gap with its delete event.
+   */
+  private secretsBehind(mr: Raw): boolean {
+    const refs = (mr as Raw & { spec?: { secretRefs?: { name: string }[] } }).spec?.secretRefs ?? [];
+    const namespace = mr.metadata.namespace ?? '';
+    if (refs.every((ref) => this.secrets.get(ref.name, namespace) !== undefined)) return false;
+    const seen = this.secrets.lastResourceVersion();
+    const at = mr.metadata.resourceVersion;
+    return at !== undefined && !resourceVersionAtLeast(seen, at);
+  }
+
+  /** What the checker's caches hold for one shoot: its ManagedResource and the objects of its Secrets (for a look at a gap's cause). */
+  storedFor(technicalID: string): { managedResource: unknown; objects: readonly unknown[] | undefined } {
+    const expectation = this.expectationByID.get(technicalID);
+    return {
+      managedResource: this.managedResources.get('extension-acl', technicalID),
+      objects: expectation ? this.stored([expectation]).perShoot.get(technicalID) : undefined,
     };
   }
 

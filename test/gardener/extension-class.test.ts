@@ -3,7 +3,7 @@
 // controller also took class "" for a shoot while the combined filters and the render did not:
 // such an Extension was reconciled but never entered the CONNECT filters.
 import { describe, expect, it } from 'vitest';
-import { isActive } from '../../src/actuator/combined-syncer.js';
+import { isActive } from '../../src/gardener/extension-class.js';
 import { skipReason } from '../../src/actuator/handled-extensions.js';
 import { hasShootClass } from '../../src/gardener/extension-class.js';
 import { extensionSchema } from '../../src/gardener/objects.js';

@@ -65,6 +65,20 @@ describe('WorkQueue basics', () => {
     expect(q.len()).toBe(4_998);
   });
 
+  it('hands out each queued key in a turn of the event loop of its own, so timers and I/O run between keys', async () => {
+    const q = new WorkQueue();
+    for (const key of ['a', 'b', 'c']) q.add(key);
+    const order: string[] = [];
+    setImmediate(() => order.push('a turn of the event loop'));
+    for (let i = 0; i < 3; i++) {
+      const key = String(await q.get());
+      order.push(key);
+      q.done(key);
+    }
+    // Chained as microtasks, all three keys came before any timer or I/O callback could run.
+    expect(order).toEqual(['a turn of the event loop', 'a', 'b', 'c']);
+  });
+
   it('a key done without re-add is not queued again', async () => {
     const q = new WorkQueue();
     q.add('k');

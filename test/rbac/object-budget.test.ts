@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { GatewayWorkload } from '../../src/acl/model.js';
 import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
-import type { AppliedAcl } from '../../src/actuator/applied-state.js';
+import type { AppliedAcl } from '../../src/gardener/applied-state.js';
 import { combinedForm, isShardName } from '../../src/actuator/combined-forms.js';
 import { planCombinedWrites } from '../../src/actuator/combined-syncer.js';
 import { buildMatcherConnectFilters } from '../../src/rbac/connect-matcher.js';

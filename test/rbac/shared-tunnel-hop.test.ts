@@ -4,7 +4,7 @@
 // server, test/actuator/controller-matcher-form.test.ts.
 import { describe, expect, it } from 'vitest';
 import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
-import type { AppliedAcl } from '../../src/actuator/applied-state.js';
+import type { AppliedAcl } from '../../src/gardener/applied-state.js';
 import { planCombinedWrites } from '../../src/actuator/combined-syncer.js';
 import type { EnvoyFilterObject } from '../../src/gardener/objects.js';
 import { buildSeedEnvoyFilters } from '../../src/rbac/seed-envoy-filters.js';

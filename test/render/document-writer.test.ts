@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { writeDocuments, type OutputFormat } from '../../src/render/document-writer.js';
 import { renderSeedStream } from '../../src/render/seed-render.js';
-import { toYamlDocuments } from '../../src/render/yaml-documents.js';
+import { toYamlDocuments } from '../../src/kube/yaml-documents.js';
 import { generatedSeedObjects } from '../support/generated-seed.js';
 
 async function written(documents: readonly unknown[], format: OutputFormat, full = (_writes: number) => false) {

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { loadDocuments } from '../../src/cli/load-documents.js';
 import { renderSeed } from '../../src/render/seed-render.js';
-import { toYamlDocuments } from '../../src/render/yaml-documents.js';
+import { toYamlDocuments } from '../../src/kube/yaml-documents.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SCENARIOS = [

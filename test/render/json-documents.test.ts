@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { loadDocuments } from '../../src/cli/load-documents.js';
 import { writeJsonListItem } from '../../src/render/json-documents.js';
 import { renderSeedStream } from '../../src/render/seed-render.js';
-import { TextBuffer } from '../../src/render/text-buffer.js';
+import { TextBuffer } from '../../src/kube/text-buffer.js';
 import { generatedSeedObjects } from '../support/generated-seed.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

@@ -6,7 +6,7 @@ import { renderCommand } from '../../src/cli/render-command.js';
 import { loadDocuments } from '../../src/cli/load-documents.js';
 import { EMBEDDED_EXAMPLE } from '../../src/cli/render-command.js';
 import { renderSeed, renderSeedStream } from '../../src/render/seed-render.js';
-import { toYamlDocuments } from '../../src/render/yaml-documents.js';
+import { toYamlDocuments } from '../../src/kube/yaml-documents.js';
 import type { SourcedObject } from '../../src/gardener/inventory.js';
 
 /** The example seed with a small object budget and 60 more ACL shoots, so that the combined filters need many shards. */

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { loadDocuments } from '../../src/cli/load-documents.js';
 import { renderSeedStream } from '../../src/render/seed-render.js';
-import { toYamlDocuments, yamlDocument } from '../../src/render/yaml-documents.js';
+import { toYamlDocuments, yamlDocument } from '../../src/kube/yaml-documents.js';
 import { generatedSeedObjects } from '../support/generated-seed.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

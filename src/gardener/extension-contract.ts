@@ -1,6 +1,6 @@
 // Gardener's extension contract for an `Extension` resource (gardener-seed-networking.md 11.1):
 // operation annotations, finalizer, lastOperation/lastError/observedGeneration.
-import type { Extension } from '../gardener/objects.js';
+import type { Extension } from './objects.js';
 
 export const FINALIZER = 'extensions.gardener.cloud/acl';
 export const OPERATION_ANNOTATION = 'gardener.cloud/operation';
