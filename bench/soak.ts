@@ -143,7 +143,8 @@ async function main(): Promise<void> {
       child.stderr?.pipe(log);
       const exited = new Promise<void>((resolve) =>
         child.once('exit', (code, signal) => {
-          replicas.splice(replicas.indexOf(replica), 1);
+          const index = replicas.indexOf(replica);
+          if (index >= 0) replicas.splice(index, 1);
           if (!stopping) {
             exits.push(`${name} exited at ${new Date().toISOString().slice(11, 19)} (${signal ?? `code ${code}`})`);
             setTimeout(() => void startReplica(), 10_000);

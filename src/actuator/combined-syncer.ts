@@ -70,7 +70,6 @@ export interface ListenerGate {
   readonly listenerWriteDelayMs: number;
 }
 
-
 export function appliedAcls(extensions: readonly Extension[]): AppliedAcl[] {
   return extensions.filter(isActive).flatMap((ext) => appliedFromState(ext.metadata.namespace, ext.status?.['state']) ?? []);
 }

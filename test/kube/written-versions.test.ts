@@ -37,39 +37,4 @@ describe('WrittenVersions', () => {
     expect(written.lagging('other', undefined)).toBe(false);
     expect(written.size()).toBe(0);
   });
-
-  it('the watch position shows a write as well; a delete lags while the cache still holds a copy', () => {
-    const written = new WrittenVersions();
-    written.note('k', '20');
-    expect(written.lagging('k', undefined, '19')).toBe(true);
-    expect(written.lagging('k', undefined, '20')).toBe(false);
-    written.noteDeleted('gone');
-    expect(written.lagging('gone', '7', '99')).toBe(true);
-    expect(written.lagging('gone', undefined)).toBe(false);
-    expect(written.keys()).toEqual([]);
-  });
-
-  it('tells a cache event that shows our last write from any other change of the key', () => {
-    const written = new WrittenVersions();
-    written.note('k', '20');
-    written.noteDeleted('d');
-    expect(written.isNoted('k', { deleted: false, resourceVersion: '20' })).toBe(true);
-    expect(written.isNoted('k', { deleted: false, resourceVersion: '21' })).toBe(false);
-    expect(written.isNoted('k', { deleted: true })).toBe(false);
-    expect(written.isNoted('d', { deleted: true })).toBe(true);
-    expect(written.isNoted('d', { deleted: false, resourceVersion: '5' })).toBe(false);
-    expect(written.isNoted('unknown', { deleted: true })).toBe(false);
-  });
-
-  it('a note given up on while the cache still lags is reported with how long it waited', () => {
-    let now = 0;
-    const written = new WrittenVersions(1_000, () => now);
-    written.note('k', '20');
-    written.note('shown', '30');
-    now = 1_500;
-    const gaveUp: number[] = [];
-    expect(written.lagging('k', '19', undefined, (ms) => gaveUp.push(ms))).toBe(false);
-    expect(written.lagging('shown', '30', undefined, (ms) => gaveUp.push(ms))).toBe(false);
-    expect(gaveUp).toEqual([1_500]);
-  });
 });
