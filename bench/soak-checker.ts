@@ -75,6 +75,7 @@ process.on('message', (raw: unknown) => {
       }
       case 'expect':
         checker?.expectShoot(expectation(request.shoot));
+        send({ type: 'expected' });
         return;
       case 'fault':
         checker?.fault(request.key);

@@ -240,7 +240,10 @@ async function main(): Promise<void> {
       const before = { ...acl };
       acl.previous = acl.current;
       acl.current = acl.current + 1;
-      if (judged.has(id)) checker.send({ type: 'expect', shoot: wire(shoot) });
+      // The checker holds the new expectation before the edit is stored: it is told over a channel of
+      // its own, and a watch event of the edit's result could otherwise be judged first (an edit
+      // applied would read as the old ACL cut off).
+      if (judged.has(id)) await checker.expect(wire(shoot));
       const since = performance.now();
       try {
         const written = await mergePatch(cp.kubeConfig, extRef(id), { metadata: { annotations: { [OPERATION_ANNOTATION]: 'reconcile' } }, spec: { providerConfig: allowRule(...aclVariant(acl.i, acl.current)) } });
@@ -249,7 +252,7 @@ async function main(): Promise<void> {
       } catch {
         // Not stored: the shoot keeps the ACL it had.
         Object.assign(acl, before);
-        if (judged.has(id)) checker.send({ type: 'expect', shoot: wire(shoot) });
+        if (judged.has(id)) await checker.expect(wire(shoot));
         failed('owner edit refused (API server down?)');
       }
     });
@@ -407,6 +410,7 @@ async function leaderOf(replicas: readonly Replica[]): Promise<Replica | undefin
 
 const CheckerReply = z.discriminatedUnion('type', [
   z.object({ type: z.literal('started') }),
+  z.object({ type: z.literal('expected') }),
   z.object({ type: z.literal('error'), error: z.string() }),
   z.object({
     type: z.literal('report'),
@@ -437,6 +441,13 @@ async function startChecker(kubeconfig: string, shoots: WireShoot[]) {
   await started;
   return {
     send,
+    /** Resolves once the checker judges by this expectation. */
+    async expect(shoot: WireShoot): Promise<void> {
+      const reply = next();
+      send({ type: 'expect', shoot });
+      const got = await reply;
+      if (got.type !== 'expected') throw new Error(`soak checker answered ${got.type}`);
+    },
     async report(): Promise<CheckerReport> {
       const reply = next();
       send({ type: 'report' });

@@ -79,7 +79,9 @@ export function storedCoverage(
       const shoots = ports.get(port) ?? new Map<string, PolicyEntry<unknown>[]>();
       ports.set(port, shoots);
       for (const [id, entry] of entries) {
-        shoots.set(id, [...(shoots.get(id) ?? []), entry]);
+        const held = shoots.get(id);
+        if (held) held.push(entry);
+        else shoots.set(id, [entry]);
       }
     }
   }

@@ -231,7 +231,6 @@ function ecdsForm(operator: OperatorConfig): CombinedForm {
   const headers = operator.protectedHeaders;
   const leafForm = matcherForm(operator);
   // Asked for every bucket of the port on every reading: the listener part is compared once per stored object.
-  // Asked for every bucket of the port on every reading: the listener part is compared once per stored object.
   const bucketCountOf = perObject((part: EnvoyFilterObject) => storedBucketCount(part.spec));
   const checksOf = perObject((_part: EnvoyFilterObject) => new Map<string, boolean>());
   const partAsWritten = (part: EnvoyFilterObject, gateway: GatewayWorkload, port: number, count: number): boolean => {
@@ -242,6 +241,25 @@ function ecdsForm(operator: OperatorConfig): CombinedForm {
     const asWritten = jsonEqual(part.spec, ecdsListenerObject(gateway, port, headers, count).spec);
     checks.set(key, asWritten);
     return asWritten;
+  };
+  // Asked for every bucket of a reading, and the answer is the same for all of a gateway's port:
+  // once per stored list (a reading's), gateway and port.
+  const supportByReading = new WeakMap<readonly EnvoyFilterObject[], Map<string, number | undefined>>();
+  /** The bucket count the port's stored listener part names when it is stored as written and every bucket it names exists; undefined otherwise. */
+  const supportedBuckets = (stored: readonly EnvoyFilterObject[], gateway: GatewayWorkload, port: number): number | undefined => {
+    const answers = supportByReading.get(stored) ?? new Map<string, number | undefined>();
+    supportByReading.set(stored, answers);
+    const k = `${gateway.namespace}:${port}:${JSON.stringify(gateway.selector)}`;
+    if (answers.has(k)) return answers.get(k);
+    const inNamespace = stored.filter(sameNamespace(gateway.namespace));
+    const part = inNamespace.find((f) => f.metadata.name === ecdsListenerObjectName(port));
+    const count = part === undefined ? undefined : bucketCountOf(part);
+    const names = new Set(inNamespace.map((f) => f.metadata.name));
+    const supported =
+      part !== undefined && count !== undefined && partAsWritten(part, gateway, port, count) && Array.from({ length: count }, (_, b) => ecdsBucketObjectName(b)).every((name) => names.has(name));
+    const answer = supported ? count : undefined;
+    answers.set(k, answer);
+    return answer;
   };
   const bytes = (id: string, entry: PolicyEntry<unknown>): number => ecdsEntryBytes(id, entry.policy as OnMatch);
   const scaffolding = ecdsScaffoldingBytes(headers);
@@ -319,13 +337,8 @@ function ecdsForm(operator: OperatorConfig): CombinedForm {
     // and every bucket it names exists (a listener naming a missing resource never starts serving).
     supportStored: (stored, gateway, port, shard) => {
       const bucket = parseEcdsBucketObjectName(shard);
-      const inNamespace = stored.filter(sameNamespace(gateway.namespace));
-      const part = inNamespace.find((f) => f.metadata.name === ecdsListenerObjectName(port));
-      const count = part === undefined ? undefined : bucketCountOf(part);
-      if (bucket === undefined || part === undefined || count === undefined || bucket >= count) return false;
-      if (!partAsWritten(part, gateway, port, count)) return false;
-      const names = new Set(inNamespace.map((f) => f.metadata.name));
-      return Array.from({ length: count }, (_, b) => ecdsBucketObjectName(b)).every((name) => names.has(name));
+      const count = supportedBuckets(stored, gateway, port);
+      return bucket !== undefined && count !== undefined && bucket < count;
     },
   };
 }

@@ -27,7 +27,8 @@ import { refOf, type ClusterClient } from './cluster-client.js';
 import { storedCoverage, storedSelector, uncoveredPaths, type StoredCoverage } from './combined-coverage.js';
 import { changesListeners, combinedForm, copiedFor, deletionRank, type CombinedForm, type CombinedWrite, isShardName, keptOnly, keptSupportRestored, keptWith, storedEntriesAnyForm } from './combined-forms.js';
 import { tunnelStateFromRecord } from './tunnel-generation.js';
-import { resourceVersionAtLeast } from '../kube/written-versions.js';
+import { perObject } from './per-object-memo.js';
+import { resourceVersionAtLeast, WrittenVersions } from '../kube/written-versions.js';
 import { isActive } from '../gardener/extension-class.js';
 
 export interface CombinedSyncerDeps {
@@ -108,7 +109,8 @@ const key = (o: { metadata: { namespace?: string | undefined; name: string } }):
  */
 export function combinedGateways(fromDeployments: readonly GatewayWorkload[], stored: readonly EnvoyFilterObject[]): GatewayWorkload[] {
   const gateways = new Map(fromDeployments.map((g) => [g.namespace, g]));
-  const byName = [...stored].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+  // Asked on every reading of the stored filters: only the filters of namespaces without a Deployment are sorted.
+  const byName = stored.filter((f) => !gateways.has(f.metadata.namespace)).sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
   for (const filter of byName) {
     const namespace = filter.metadata.namespace;
     const selector = storedSelector(filter);
@@ -325,15 +327,6 @@ function contentDigest(filter: CombinedWrite): string {
   return createHash('sha256').update(JSON.stringify([filter.metadata.labels, filter.spec])).digest('hex');
 }
 
-/** One of our writes the cache must show before the next decision. */
-interface PendingWrite {
-  readonly key: string;
-  /** resourceVersion the server returned; undefined for deletes and whole-spec replacements. */
-  readonly resourceVersion: string | undefined;
-  readonly deleted: boolean;
-  readonly at: number;
-}
-
 /** One reading of the stored combined filters, with what it was read from. */
 interface StoredReading {
   readonly stored: readonly EnvoyFilterObject[];
@@ -363,6 +356,16 @@ export class CombinedWritesFailed extends Error {
   }
 }
 
+/** The tunnel hop chains of one stored filter, read once per object (a reading is taken for nearly every reconcile while the filters change). */
+const hopChainsOf = perObject((filter: EnvoyFilterObject) => storedHopChains([filter]));
+
+/** storedHopChains of `filters`, from each filter's own reading (a later filter's chain of a shoot wins, as there). */
+function mergedHopChains(filters: readonly EnvoyFilterObject[]): Map<string, number> {
+  const chains = new Map<string, number>();
+  for (const filter of filters) for (const [id, generation] of hopChainsOf(filter)) chains.set(id, generation);
+  return chains;
+}
+
 /** Syncs the combined filters from the caches; see the file comment for the rules. */
 export class CombinedSyncer {
   /** Only to log a change once, not on every sync. */
@@ -374,7 +377,7 @@ export class CombinedSyncer {
    * decision wait (briefly) until the cache has caught up, so that a cache a few events behind
    * does not cause the same write twice. Decisions are still taken from the cache alone.
    */
-  private pending: PendingWrite[] = [];
+  private readonly written: WrittenVersions;
   /**
    * Per object, what our last apply stored (a digest of labels and spec) and the resourceVersion
    * the server gave it. When the cache lags past cacheLagLimitMs, the sync decides on older
@@ -398,6 +401,11 @@ export class CombinedSyncer {
 
   constructor(private readonly deps: CombinedSyncerDeps) {
     this.form = combinedForm(deps.operator);
+    this.written = new WrittenVersions({
+      holdMs: deps.cacheLagLimitMs ?? 10_000,
+      now: () => this.now(),
+      onGiveUp: (filter, waitedMs) => deps.logger.warn({ filter, waitedMs: Math.round(waitedMs) }, 'the EnvoyFilter cache has not shown our write yet; deciding without it'),
+    });
     this.unplacedGauge =
       deps.registry &&
       new Gauge({
@@ -413,8 +421,7 @@ export class CombinedSyncer {
    * (someone else's delete or edit, or our own seen before its response) may have opened a gap.
    */
   isOwnWrite(event: 'add' | 'update' | 'delete', filter: EnvoyFilterObject): boolean {
-    const k = key(filter);
-    return this.pending.some((p) => p.key === k && (event === 'delete' ? p.deleted : !p.deleted && p.resourceVersion === filter.metadata.resourceVersion));
+    return this.written.isOwn(key(filter), event, filter.metadata.resourceVersion);
   }
 
   /**
@@ -484,7 +491,7 @@ export class CombinedSyncer {
       for (const id of storedEntriesAnyForm(filter).keys()) ids.add(id);
     }
     // Only shards that select the gateway's pods serve them.
-    const hopChains = new Map(gateways.map((g) => [g.namespace, storedHopChains(stored.filter((f) => f.metadata.namespace === g.namespace && jsonEqual(storedSelector(f) ?? {}, g.selector)))]));
+    const hopChains = new Map(gateways.map((g) => [g.namespace, mergedHopChains(stored.filter((f) => f.metadata.namespace === g.namespace && jsonEqual(storedSelector(f) ?? {}, g.selector)))]));
     this.lastReading = { stored, gatewaysKey, coverage, namespaces: gateways.map((g) => g.namespace), held, hopChains };
     return this.lastReading;
   }
@@ -493,24 +500,14 @@ export class CombinedSyncer {
     return this.deps.now?.() ?? performance.now();
   }
 
-  /** Drops pending writes the cache shows (or that waited too long); true when none is left. */
+  /**
+   * Drops the noted writes the cache shows (or that waited too long); true when none is left.
+   * Whether the cache shows a write is asked before its age: a sync of many writes takes longer
+   * than the limit itself, so its first writes are older than that when the next sync looks.
+   */
   private cacheCaughtUp(stored: readonly EnvoyFilterObject[]): boolean {
-    const byKey = new Map(stored.map((f) => [key(f), f]));
-    const progress = this.deps.cacheProgress?.();
-    const limit = this.deps.cacheLagLimitMs ?? 10_000;
-    const now = this.now();
-    this.pending = this.pending.filter((p) => {
-      // Whether the cache shows it is asked first: a sync of many writes takes longer than the
-      // limit itself, so its first writes are older than that when the next sync looks.
-      const cached = byKey.get(p.key);
-      const lagging = p.deleted ? cached !== undefined : p.resourceVersion !== undefined && !resourceVersionAtLeast(progress, p.resourceVersion) && !resourceVersionAtLeast(cached?.metadata.resourceVersion, p.resourceVersion);
-      if (lagging && now - p.at > limit) {
-        this.deps.logger.warn({ filter: p.key, waitedMs: Math.round(now - p.at) }, 'the EnvoyFilter cache has not shown our write yet; deciding without it');
-        return false;
-      }
-      return lagging;
-    });
-    return this.pending.length === 0;
+    const byKey = new Map(stored.map((f) => [key(f), f.metadata.resourceVersion]));
+    return this.written.caughtUp((k) => byKey.get(k), this.deps.cacheProgress?.());
   }
 
   async sync(gate: ListenerGate = { listenerWriteDelayMs: 0 }): Promise<CombinedSyncOutcome> {
@@ -571,29 +568,40 @@ export class CombinedSyncer {
         return false;
       }
     };
-    // Phase 1 may meet another writer's spec fields (write); phase 2 applies what phase 1 left.
-    const phases = [
-      { filters: plan.grow, put: (f: CombinedWrite) => this.write(f, storedByKey.get(key(f))) },
-      { filters: plan.settle, put: (f: CombinedWrite) => this.apply(f, storedByKey.get(key(f))) },
+    // Phase 1 may meet another writer's spec fields (write); phase 2 applies what phase 1 left;
+    // phase 3 deletes. The namespaces go side by side: a sync then takes as long as its slowest
+    // namespace's writes, not as long as all of them one after another.
+    const phases: readonly { readonly filters: readonly CombinedWrite[]; readonly put: (f: CombinedWrite) => Promise<boolean> }[] = [
+      { filters: plan.grow, put: (f) => this.write(f, storedByKey.get(key(f))) },
+      { filters: plan.settle, put: (f) => this.apply(f, storedByKey.get(key(f))) },
     ];
-    for (const { filters, put } of phases) {
-      for (const filter of filters) {
-        let written = false;
-        if (!(await step(filter.metadata.namespace, async () => void (written = await put(filter)))) || !written) continue;
-        applied++;
-        if (changesListeners(filter.metadata.name)) listenerWrites++;
+    const writeNamespace = async (namespace: string): Promise<void> => {
+      for (const { filters, put } of phases) {
+        for (const filter of filters) {
+          if (filter.metadata.namespace !== namespace) continue;
+          let written = false;
+          if (!(await step(namespace, async () => void (written = await put(filter)))) || !written) continue;
+          applied++;
+          if (changesListeners(filter.metadata.name)) listenerWrites++;
+        }
       }
-    }
-    for (const stale of plan.deletions) {
-      const done = await step(stale.metadata.namespace, async () => {
-        this.lastApplied.delete(key(stale));
-        await deps.client.delete(refOf(stale));
-        this.pending.push({ key: key(stale), resourceVersion: undefined, deleted: true, at: this.now() });
-      });
-      if (!done) continue;
-      deleted++;
-      if (changesListeners(stale.metadata.name)) listenerWrites++;
-    }
+      for (const stale of plan.deletions) {
+        if (stale.metadata.namespace !== namespace) continue;
+        const done = await step(namespace, async () => {
+          this.lastApplied.delete(key(stale));
+          await deps.client.delete(refOf(stale));
+          this.written.noteDeleted(key(stale));
+        });
+        if (!done) continue;
+        deleted++;
+        if (changesListeners(stale.metadata.name)) listenerWrites++;
+      }
+    };
+    const namespaces = [...new Set([...writes, ...plan.deletions].map((f) => f.metadata.namespace))].sort();
+    const settled = await Promise.allSettled(namespaces.map(writeNamespace));
+    // Only a lost fence escapes step(): nothing may be written anywhere, so the sync ends with it.
+    const fenceLost = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (fenceLost) throw fenceLost.reason;
     if (applied + deleted > 0) deps.logger.info({ applied, deleted, listenerWrites, unplaced: plan.unplaced.size }, 'combined CONNECT filters updated');
     this.refusedNamespaces = new Map([...failed].map(([namespace, error]) => [namespace, describeError(error)]));
     if (failed.size > 0) throw new CombinedWritesFailed(this.refusedNamespaces, failed.values().next().value);
@@ -638,7 +646,7 @@ export class CombinedSyncer {
     const { resourceVersion } = await this.deps.client.apply(filter);
     if (resourceVersion) this.lastApplied.set(k, { digest, resourceVersion });
     else this.lastApplied.delete(k);
-    this.pending.push({ key: k, resourceVersion, deleted: false, at: this.now() });
+    this.written.note(k, resourceVersion);
     return true;
   }
 

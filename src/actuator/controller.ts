@@ -51,6 +51,8 @@ import { AclActuator } from './acl-actuator.js';
 import { ExtensionReconciler } from './extension-reconciler.js';
 import { hasShootClass, shootNeedsForceDeletion, skipReason } from './handled-extensions.js';
 import { appliedFromState, stateSchema } from '../gardener/applied-state.js';
+import { isRecord } from '../json/record.js';
+import { tunnelStateFromRecord } from './tunnel-generation.js';
 import { MANAGED_RESOURCE_NAME } from './managed-resource.js';
 import { CONTROL_PLANE_HEALTHY } from './health-condition.js';
 import { REFERENCE_FINALIZER, REFERENCE_MANAGED_RESOURCE, retireReferenceWebhook } from './reference-extension.js';
@@ -64,6 +66,8 @@ const EXT_PREFIX = 'ext:';
 const HOLD_FOR_CACHE_MS = 2_000;
 /** How often a key woken early (another event) looks again whether the cache shows its last write. */
 const CACHE_HOLD_POLL_MS = 20;
+/** How long a burst of combined filter events is gathered before the shoots waiting for them look again. */
+const AWAITING_COMBINED_WAKE_MS = 200;
 
 export interface ControllerOptions {
   readonly kubeConfig: KubeConfig;
@@ -152,7 +156,9 @@ export class AclController {
   /** Extension keys whose last reconcile waits for the combined filters to protect them as recorded. */
   private readonly awaitingCombined = new Set<string>();
   /** Per Extension (`namespace/name`), what its last pass wrote, until the cache shows it (see heldForCache). */
-  private readonly extensionWrites = new WrittenVersions(HOLD_FOR_CACHE_MS);
+  private readonly extensionWrites = new WrittenVersions({ holdMs: HOLD_FOR_CACHE_MS });
+  /** Pending wake of the shoots in awaitingCombined (see wakeAwaitingCombinedSoon). */
+  private awaitingWake: NodeJS.Timeout | undefined;
   /** The gateways' selectors when a pod last changed them (see gatewayPods). */
   private lastGatewaySelectors: string | undefined;
 
@@ -237,8 +243,7 @@ export class AclController {
         (event, filter) => {
           if (!this.combined.isOwnWrite(event, filter)) this.combinedRepairDue = true;
           this.combinedQueue.add(COMBINED_KEY);
-          // Shoots waiting to be protected as recorded look again at what is now stored.
-          for (const key of this.awaitingCombined) this.queue.add(key);
+          this.wakeAwaitingCombinedSoon();
         },
       ),
       // Gardener's legacy apiserver-proxy filters (`<id>`, `<id>-apiserver-proxy`): the webhook puts
@@ -379,6 +384,7 @@ export class AclController {
   async stopWorkers(timeoutMs = 30_000): Promise<boolean> {
     this.stopping = true;
     if (this.resyncTimer) clearInterval(this.resyncTimer);
+    clearTimeout(this.awaitingWake);
     await this.served?.stop();
     this.queue.shutDown();
     this.combinedQueue.shutDown();
@@ -455,6 +461,35 @@ export class AclController {
           : undefined;
     if (!cache?.hasSynced()) return false;
     return !cache.list(ref.namespace ?? '').some((o) => o.metadata.name === ref.name);
+  }
+
+  /**
+   * Shoots waiting to be protected as recorded look again at what is now stored, once per burst
+   * of combined filter events, and only those the stored filters now protect (or whose wait has a
+   * problem to report): a sync writes a hundred filters, and waking every waiting shoot on each of
+   * their events kept hundreds of reconciles that could not succeed yet in front of new edits.
+   * The ones woken go first: gardenlet waits for them, one step from Succeeded.
+   */
+  private wakeAwaitingCombinedSoon(): void {
+    if (this.awaitingWake || this.awaitingCombined.size === 0) return;
+    this.awaitingWake = setTimeout(() => {
+      this.awaitingWake = undefined;
+      for (const key of this.awaitingCombined) if (this.awaitOver(key)) this.queue.add(key, true);
+    }, AWAITING_COMBINED_WAKE_MS);
+    this.awaitingWake.unref();
+  }
+
+  /** Whether the combined filters now hold what `key`'s shoot waits for, or its wait has a problem to report. */
+  private awaitOver(key: string): boolean {
+    const [namespace, name] = key.slice(EXT_PREFIX.length).split('/');
+    const ext = this.informers.extensions.get(name ?? '', namespace);
+    const applied = ext && appliedFromState(ext.metadata.namespace, ext.status?.['state']);
+    if (!ext || !applied) return true;
+    const protection = this.combined.protection(applied);
+    if (protection.uncovered.length > 0) return protection.problem !== undefined;
+    const state = ext.status?.['state'];
+    const tunnels = tunnelStateFromRecord(isRecord(state) ? state['tunnels'] : undefined);
+    return tunnels === undefined || this.combined.tunnelHopMissing(ext.metadata.namespace, tunnels.generation).length === 0;
   }
 
   private enqueueNamespace(namespace: string): void {

@@ -67,10 +67,28 @@ export function stateFor(acl: ShootAcl): { gatewayNamespaces: string[]; sniHosts
   };
 }
 
+/**
+ * The cached Extensions keep the same status.state object until it changes, and every combined
+ * sync, health recheck and served check reads all of them: parsed once per object. Held weakly.
+ */
+const parsedStates = new WeakMap<object, ExtensionState['applied'] | null>();
+
+function recordedApplied(state: unknown): ExtensionState['applied'] | undefined {
+  if (typeof state !== 'object' || state === null) {
+    const parsed = stateSchema.safeParse(state ?? {});
+    return parsed.success ? parsed.data.applied : undefined;
+  }
+  const known = parsedStates.get(state);
+  if (known !== undefined) return known ?? undefined;
+  const parsed = stateSchema.safeParse(state);
+  const applied = parsed.success ? parsed.data.applied : undefined;
+  parsedStates.set(state, applied ?? null);
+  return applied;
+}
+
 /** The last applied ACL from status.state; undefined if none was ever applied or it is unreadable. */
 export function appliedFromState(technicalID: string, state: unknown): AppliedAcl | undefined {
-  const parsed = stateSchema.safeParse(state ?? {});
-  const applied = parsed.success ? parsed.data.applied : undefined;
+  const applied = recordedApplied(state);
   if (!applied) return undefined;
   return { technicalID, rule: applied.rule, alwaysAllowed: applied.alwaysAllowed, legacyProxyAllowed: applied.legacyProxyAllowed };
 }

@@ -3,7 +3,7 @@ import { cidrStringSchema } from '../acl/cidr-schema.js';
 import { formatFieldErrors } from '../acl/field-errors.js';
 import type { GatewayWorkload, Labels, ObservabilityWildcard, SeedAcl, ShootAcl, SniChain } from '../acl/model.js';
 import type { OperatorConfig } from '../acl/operator-config.js';
-import { parseProviderConfig } from '../acl/provider-config.js';
+import { parseProviderConfig, type ProviderConfigResult } from '../acl/provider-config.js';
 import { parseTechnicalID } from '../acl/shoot-identity.js';
 import type { Cluster, ConfigMap, Deployment, DnsRecord, Extension, Gateway, Infrastructure, Pod, Service } from './objects.js';
 import { hostsOnEveryGateway, predictedApiHosts } from './predicted-api-hosts.js';
@@ -153,13 +153,56 @@ function managedSeedEgress(inv: SeedInventory, gateways: readonly GatewayWorkloa
   return { cidrs: collector.cidrs, ok: collector.ok };
 }
 
+/**
+ * The cached Extensions keep the same providerConfig object until it changes, and the served
+ * check and every combined sync read all of them: parsed once per object (a third of a 2,000-shoot
+ * pass was zod). Held weakly, so a replaced object takes its result with it.
+ */
+const parsedConfigs = new WeakMap<object, { readonly maxCidrs: number; readonly result: ProviderConfigResult }>();
+
+function parsedProviderConfig(raw: unknown, maxCidrs: number): ProviderConfigResult {
+  if (typeof raw !== 'object' || raw === null) return parseProviderConfig(raw, maxCidrs, 'spec.providerConfig');
+  const known = parsedConfigs.get(raw);
+  if (known?.maxCidrs === maxCidrs) return known.result;
+  const result = parseProviderConfig(raw, maxCidrs, 'spec.providerConfig');
+  parsedConfigs.set(raw, { maxCidrs, result });
+  return result;
+}
+
 function byNamespaceName<T extends { metadata: { name: string; namespace?: string | undefined } }>(items: readonly T[], namespace: string, name: string): T | undefined {
   return items.find((i) => i.metadata.namespace === namespace && i.metadata.name === name);
+}
+
+/** The namespaced objects of the inventory by namespace: a whole-seed pass looked each shoot's up in every list (2,000 shoots: seconds). */
+interface InventoryIndex {
+  readonly clusters: ReadonlyMap<string, SeedInventory['clusters'][number]>;
+  readonly infrastructures: ReadonlyMap<string, readonly SeedInventory['infrastructures'][number][]>;
+  readonly gateways: ReadonlyMap<string, readonly SeedInventory['gateways'][number][]>;
+  readonly dnsRecords: ReadonlyMap<string, readonly SeedInventory['dnsRecords'][number][]>;
+}
+
+function groupByNamespace<T extends { metadata: { namespace?: string | undefined } }>(items: readonly T[]): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const namespace = item.metadata.namespace ?? '';
+    const group = groups.get(namespace);
+    if (group) group.push(item);
+    else groups.set(namespace, [item]);
+  }
+  return groups;
+}
+
+function indexInventory(inv: SeedInventory): InventoryIndex {
+  const clusters = new Map<string, SeedInventory['clusters'][number]>();
+  // The first of a name wins, as a search of the list would find it.
+  for (const cluster of inv.clusters) if (!clusters.has(cluster.metadata.name)) clusters.set(cluster.metadata.name, cluster);
+  return { clusters, infrastructures: groupByNamespace(inv.infrastructures), gateways: groupByNamespace(inv.gateways), dnsRecords: groupByNamespace(inv.dnsRecords) };
 }
 
 /** What every shoot of the seed shares: its gateways and the seed-wide always-allowed ranges. */
 export interface SeedContext {
   readonly inv: SeedInventory;
+  readonly index: InventoryIndex;
   readonly operator: OperatorConfig;
   readonly gateways: readonly GatewayWorkload[];
   readonly observabilityWildcards: readonly ObservabilityWildcard[];
@@ -176,6 +219,7 @@ export function seedContext(inv: SeedInventory, operator: OperatorConfig): SeedC
   const wildcards = observabilityWildcards(inv, gateways, problems);
   return {
     inv,
+    index: indexInventory(inv),
     operator,
     gateways,
     observabilityWildcards: wildcards,
@@ -224,7 +268,7 @@ function computeShootAcl(
     return undefined;
   };
 
-  const config = parseProviderConfig(extension.spec.providerConfig, operator.maxCIDRs, 'spec.providerConfig');
+  const config = parsedProviderConfig(extension.spec.providerConfig, operator.maxCIDRs);
   if (!config.ok) {
     flag.configurationProblem();
     return fail(extRef, formatFieldErrors(config.errors));
@@ -232,7 +276,7 @@ function computeShootAcl(
   for (const warning of config.warnings) problems.push({ severity: 'warning', object: extRef, message: `${warning.path}: ${warning.message}` });
   if (!ctx.seedInputsOk) return fail(extRef, 'a seed-wide input is invalid (see the seed problems); the ACL is left as it was');
 
-  const cluster = inv.clusters.find((c) => c.metadata.name === namespace);
+  const cluster = ctx.index.clusters.get(namespace);
   if (!cluster) return fail(extRef, `Cluster "${namespace}" not found; Gardener writes it before the Extension, so the seed inputs are incomplete`);
   const clusterRef = objectRef('Cluster', undefined, namespace);
   const shoot = cluster.spec.shoot;
@@ -249,7 +293,7 @@ function computeShootAcl(
   if (!workerless) {
     always.add(shoot.spec.networking?.nodes, 'spec.shoot.spec.networking.nodes');
     legacy.add(shoot.spec.networking?.pods, 'spec.shoot.spec.networking.pods');
-    const infra = byNamespaceName(inv.infrastructures, namespace, shoot.metadata.name);
+    const infra = byNamespaceName(ctx.index.infrastructures.get(namespace) ?? [], namespace, shoot.metadata.name);
     const infraRef = objectRef('Infrastructure', namespace, shoot.metadata.name);
     if (!infra) {
       problems.push({ severity: 'error', object: infraRef, message: 'not found; a shoot with workers needs it for status.egressCIDRs (its nodes would be cut off otherwise)' });
@@ -261,7 +305,7 @@ function computeShootAcl(
   }
 
   const sniChains: SniChain[] = [];
-  const shootGateways = inv.gateways.filter((g) => g.metadata.namespace === namespace).sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+  const shootGateways = [...(ctx.index.gateways.get(namespace) ?? [])].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
   for (const gateway of shootGateways) {
     const tlsServers = gateway.spec.servers.filter(isTlsServer);
     if (tlsServers.length === 0) continue;
@@ -278,7 +322,7 @@ function computeShootAcl(
   if (shootGateways.length === 0) {
     flag.noGateways();
     const shortID = parseTechnicalID(technicalID)?.shortID ?? technicalID;
-    const hosts = predictedApiHosts(cluster, shortID, inv.dnsRecords);
+    const hosts = predictedApiHosts(cluster, shortID, ctx.index.dnsRecords.get(namespace) ?? []);
     sniChains.push(...hostsOnEveryGateway(hosts, ctx.gateways));
     if (hosts.length === 0) {
       problems.push({

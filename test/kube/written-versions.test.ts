@@ -27,7 +27,7 @@ describe('WrittenVersions', () => {
 
   it('a note stands for its hold only, and a write that reported no version is not noted', () => {
     let now = 0;
-    const written = new WrittenVersions(2_000, () => now);
+    const written = new WrittenVersions({ holdMs: 2_000, now: () => now });
     written.note('k', '20');
     written.note('other', undefined);
     now = 1_999;
@@ -36,5 +36,47 @@ describe('WrittenVersions', () => {
     expect(written.lagging('k', '19')).toBe(false);
     expect(written.lagging('other', undefined)).toBe(false);
     expect(written.size()).toBe(0);
+  });
+
+  it('tells our own events from another writer\'s: every version we got back, and our deletes', () => {
+    const written = new WrittenVersions();
+    written.note('k', '20');
+    written.note('k', '22');
+    expect(written.isOwn('k', 'update', '20')).toBe(true);
+    expect(written.isOwn('k', 'update', '22')).toBe(true);
+    expect(written.isOwn('k', 'update', '21')).toBe(false);
+    expect(written.isOwn('k', 'delete', undefined)).toBe(false);
+    expect(written.isOwn('other', 'add', '20')).toBe(false);
+    written.noteDeleted('k');
+    expect(written.isOwn('k', 'delete', undefined)).toBe(true);
+    expect(written.isOwn('k', 'update', '22')).toBe(false);
+  });
+
+  it('a delete lags while the cache holds a copy; a write lags until the copy or the watch position shows its last version', () => {
+    const written = new WrittenVersions();
+    written.noteDeleted('gone');
+    written.note('k', '20');
+    written.note('k', '30');
+    const cached = new Map<string, string>([['gone', '5'], ['k', '20']]);
+    expect(written.caughtUp((k) => cached.get(k), '29')).toBe(false);
+    expect(written.size()).toBe(2);
+    cached.delete('gone');
+    expect(written.caughtUp((k) => cached.get(k), '29')).toBe(false);
+    expect(written.size()).toBe(1);
+    expect(written.caughtUp((k) => cached.get(k), '30')).toBe(true);
+    expect(written.size()).toBe(0);
+  });
+
+  it('reports a note given up on after its hold, with how long it waited', () => {
+    let now = 0;
+    const gaveUp: [string, number][] = [];
+    const written = new WrittenVersions({ holdMs: 10_000, now: () => now, onGiveUp: (key, waitedMs) => gaveUp.push([key, waitedMs]) });
+    written.note('k', '20');
+    now = 9_000;
+    expect(written.caughtUp(() => '19')).toBe(false);
+    expect(gaveUp).toEqual([]);
+    now = 10_500;
+    expect(written.caughtUp(() => '19')).toBe(true);
+    expect(gaveUp).toEqual([['k', 10_500]]);
   });
 });
