@@ -4,7 +4,7 @@
 // the shoots with the controller's own planner (a binary search over the shoot count).
 //
 // usage: npx tsx bench/ecds-capacity.ts [ecdsBuckets] [maxObjectBytes]
-import { defaultOperatorConfig, type OperatorConfig } from '../src/acl/operator-config.js';
+import { defaultOperatorConfig, type OperatorConfig } from '../src/config/operator-config.js';
 import { combinedForm } from '../src/actuator/combined-forms.js';
 import { capacityShoots } from '../test/support/capacity-shoots.js';
 

@@ -36,7 +36,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
-import { COMBINED_FORMS, TUNNEL_REVOCATIONS, defaultOperatorConfig, type CombinedFormName } from '../src/acl/operator-config.js';
+import { COMBINED_FORMS, TUNNEL_REVOCATIONS, defaultOperatorConfig, type CombinedFormName } from '../src/config/operator-config.js';
 import { ecdsBucketOf, ecdsResourceName } from '../src/rbac/connect-matcher-ecds.js';
 import { ENVOY_VERSION } from '../test/envoy/envoy-binary.js';
 import { pollUntil, startEnvoy, type EnvoyInstance } from '../test/envoy/envoy-process.js';

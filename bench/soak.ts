@@ -26,7 +26,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pino } from 'pino';
 import { z } from 'zod';
-import { defaultOperatorConfig } from '../src/acl/operator-config.js';
+import { defaultOperatorConfig } from '../src/config/operator-config.js';
 import { OPERATION_ANNOTATION } from '../src/gardener/extension-contract.js';
 import { ResilientInformer } from '../src/kube/informer.js';
 import { listAll } from '../src/kube/list-watch.js';

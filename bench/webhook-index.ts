@@ -4,7 +4,7 @@
 // incremental index (only the changed Extension read again; no seed-wide filter at all).
 // usage: npx tsx bench/webhook-index.ts [shoots=2000] [cidrs=50] [changes=20]
 import { performance } from 'node:perf_hooks';
-import { defaultOperatorConfig } from '../src/acl/operator-config.js';
+import { defaultOperatorConfig } from '../src/config/operator-config.js';
 import { appliedAcls } from '../src/actuator/combined-syncer.js';
 import { extensionSchema, type Extension } from '../src/gardener/objects.js';
 import { planCombinedConnectFilters } from '../src/rbac/combined-connect-filters.js';

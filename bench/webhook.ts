@@ -7,7 +7,7 @@ import https from 'node:https';
 import { performance } from 'node:perf_hooks';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
-import { defaultOperatorConfig } from '../src/acl/operator-config.js';
+import { defaultOperatorConfig } from '../src/config/operator-config.js';
 import { extensionSchema } from '../src/gardener/objects.js';
 import { staticCacheSource } from '../src/webhook/acl-index.js';
 import { selfSignedCertificates } from '../src/webhook/serving-certs.js';

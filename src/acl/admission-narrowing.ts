@@ -5,7 +5,7 @@
 import { IPV4_MAPPED_BLOCK, canonicalFamily, cidrContains, type Cidr, type IpFamily } from './cidr.js';
 import type { AclRule } from './acl-rule.js';
 
-/** What decides admission on a CONNECT path: the owner's rule and the ranges always admitted (DESIGN section 5). */
+/** What decides admission on a CONNECT path: the owner's rule and the ranges always admitted (docs/design.md section 5). */
 export interface ConnectAdmission {
   readonly rule: Pick<AclRule, 'action' | 'type' | 'cidrs' | 'mode'>;
   readonly alwaysAllowed: readonly Cidr[];

@@ -30,7 +30,7 @@ export interface ObservabilityWildcard {
 export interface ShootAcl {
   readonly technicalID: string;
   readonly rule: AclRule;
-  /** A(S): always admitted, matched as remote_ip (DESIGN section 5). */
+  /** A(S): always admitted, matched as remote_ip (docs/design.md section 5). */
   readonly alwaysAllowed: readonly Cidr[];
   /**
    * Also admitted on the legacy PROXY-protocol apiserver-proxy path only: there the PROXY

@@ -1,7 +1,7 @@
 // The operator's settings as the controller, the webhook and the render read them: the schema of
 // each field and the type they make. Whether the values fit together (one maximal shoot in one
 // combined object) needs the filter builders' sizes, so that check lives above, in
-// operator-config.ts; everything below the filter builders reads this module only.
+// src/config/operator-config.ts; everything below the filter builders reads this module only.
 import { z } from 'zod';
 import type { Cidr } from './cidr.js';
 import { cidrStringSchema } from './cidr-schema.js';

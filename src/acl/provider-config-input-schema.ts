@@ -10,7 +10,7 @@
 // test/acl/provider-config-json-schema.test.ts holds the two to that.
 import { z } from 'zod';
 import { CIDR_EXAMPLE } from './cidr-schema.js';
-import { defaultOperatorConfig } from './operator-config.js';
+import { operatorSettingsSchema } from './operator-settings.js';
 import { ACTIONS, PRINCIPAL_TYPES, RULE_MODES } from './acl-rule.js';
 
 export const PROVIDER_CONFIG_SCHEMA_FILE = 'schemas/acl-provider-config.schema.json';
@@ -102,7 +102,7 @@ export function providerConfigInputSchema() {
       cidrs: z
         .array(z.string().regex(CIDR_SHAPE).meta({ description: 'An IPv4 or IPv6 range (address/prefix length) or a single address.', patternErrorMessage: `not a CIDR; ${CIDR_EXAMPLE}` }))
         .min(1)
-        .meta({ description: cidrsDescription(defaultOperatorConfig().maxCIDRs) }),
+        .meta({ description: cidrsDescription(operatorSettingsSchema.parse({}).maxCIDRs) }),
       mode: choice(RULE_MODES, MODE_DESCRIPTION).meta({ default: 'enforce' }).optional(),
     })
     .catchall(UNKNOWN_FIELD)

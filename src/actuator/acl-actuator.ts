@@ -5,7 +5,7 @@
 // Extension's status; nothing here writes the Extension.
 import type { Logger } from 'pino';
 import { MAX_LISTED_ERRORS } from '../acl/field-errors.js';
-import type { OperatorConfig } from '../acl/operator-config.js';
+import type { OperatorConfig } from '../config/operator-config.js';
 import { boundedLines } from '../acl/quote-input.js';
 import type { ShootAcl } from '../acl/model.js';
 import type { Extension } from '../gardener/objects.js';

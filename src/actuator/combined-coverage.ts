@@ -9,7 +9,7 @@ import { jsonEqual } from '../rbac/deep-equal.js';
 import { HTTP_RBAC_TYPE } from '../rbac/envoy-rbac-types.js';
 import { combinedEntries, type PolicyEntry } from '../rbac/filter-values.js';
 import type { GatewayWorkload } from '../acl/model.js';
-import { perObject } from './per-object-memo.js';
+import { perObject } from '../json/per-object.js';
 
 /** How coverage reads one form's stored objects (see combined-forms.ts). */
 export interface CombinedFormReader {

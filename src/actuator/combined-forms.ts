@@ -9,7 +9,7 @@
 // The forms use different object names, so a switch writes the new form completely before the old
 // objects are deleted: both are enforced meanwhile, never neither.
 import type { GatewayWorkload, Labels, ShootPolicy } from '../acl/model.js';
-import { MAX_OBJECT_BYTES, type CombinedFormName, type OperatorConfig } from '../acl/operator-config.js';
+import { MAX_OBJECT_BYTES, type CombinedFormName, type OperatorConfig } from '../config/operator-config.js';
 import type { EnvoyFilterObject } from '../gardener/objects.js';
 import { combinedConnectEntry, combinedConnectFilter, combinedPolicyBytes, parseConnectFilterName, shardBudget, sizedForShards } from '../rbac/combined-connect-filters.js';
 import {
@@ -51,7 +51,7 @@ import type { Policy } from '../rbac/envoy-rbac-types.js';
 import type { GeneratedEnvoyFilter } from '../rbac/envoy-filter-types.js';
 import { SHARED_HOP_ENTRY_OBJECT, isSharedHopObjectName } from '../rbac/shared-tunnel-hop.js';
 import { storedPatches, storedSelector, type CombinedFormReader } from './combined-coverage.js';
-import { perObject } from './per-object-memo.js';
+import { perObject } from '../json/per-object.js';
 
 /** A combined filter to write; policies may be copied verbatim from a stored object. */
 export interface CombinedWrite {

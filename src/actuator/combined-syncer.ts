@@ -4,7 +4,7 @@
 // the next sync. The one use of its own writes: while the cache has not yet seen an apply, that
 // same content is not applied again (see lastApplied).
 //
-// Protection never lapses (DESIGN section 6):
+// Protection never lapses (docs/design.md section 6):
 // - add before remove: phase 1 writes every changed shard as its wanted content plus the stored
 //   policies of active shoots that move out of it; phase 2 writes the exact wanted content; phase 3
 //   deletes shards no longer wanted. At every instant every active shoot is in some stored shard.
@@ -15,7 +15,7 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
 import type { GatewayWorkload } from '../acl/model.js';
-import type { OperatorConfig } from '../acl/operator-config.js';
+import type { OperatorConfig } from '../config/operator-config.js';
 import type { EnvoyFilterObject, Extension } from '../gardener/objects.js';
 import { describeError } from '../kube/errors.js';
 import { FenceRefusedError } from '../kube/lease-fence.js';
@@ -26,8 +26,8 @@ import { appliedFromState, type AppliedAcl } from '../gardener/applied-state.js'
 import { refOf, type ClusterClient } from './cluster-client.js';
 import { storedCoverage, storedSelector, uncoveredPaths, type StoredCoverage } from './combined-coverage.js';
 import { changesListeners, combinedForm, copiedFor, deletionRank, type CombinedForm, type CombinedWrite, isShardName, keptOnly, keptSupportRestored, keptWith, storedEntriesAnyForm } from './combined-forms.js';
-import { tunnelStateFromRecord } from './tunnel-generation.js';
-import { perObject } from './per-object-memo.js';
+import { recordedTunnelGeneration } from './tunnel-generation.js';
+import { perObject } from '../json/per-object.js';
 import { resourceVersionAtLeast, WrittenVersions } from '../kube/written-versions.js';
 import { isActive } from '../gardener/extension-class.js';
 
@@ -79,9 +79,8 @@ export function appliedAcls(extensions: readonly Extension[]): AppliedAcl[] {
 export function tunnelGenerations(extensions: readonly Extension[]): Map<string, number> {
   const generations = new Map<string, number>();
   for (const ext of extensions.filter(isActive)) {
-    const state = ext.status?.['state'];
-    const recorded = typeof state === 'object' && state !== null ? tunnelStateFromRecord((state as Record<string, unknown>)['tunnels']) : undefined;
-    if (recorded !== undefined) generations.set(ext.metadata.namespace, recorded.generation);
+    const generation = recordedTunnelGeneration(ext);
+    if (generation !== undefined) generations.set(ext.metadata.namespace, generation);
   }
   return generations;
 }

@@ -5,7 +5,7 @@ import { ApiException, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import type { GatewayWorkload } from '../acl/model.js';
-import type { OperatorConfig } from '../acl/operator-config.js';
+import type { OperatorConfig } from '../config/operator-config.js';
 import {
   clusterSchema,
   configMapSchema,
@@ -40,7 +40,7 @@ import { ResilientInformer } from '../kube/informer.js';
 import { FenceRefusedError } from '../kube/lease-fence.js';
 import { keyOf, kubeObjectJsonSchema, type KubeObjectJson } from '../kube/object-json.js';
 import { createWorkQueueMetrics } from '../kube/metrics.js';
-import { WorkQueue } from '../kube/work-queue.js';
+import { WorkQueue, type RateLimiterOptions } from '../kube/work-queue.js';
 import { WrittenVersions } from '../kube/written-versions.js';
 import { MANAGED_BY, MANAGED_BY_LABEL, ROLE_LABEL } from '../rbac/envoy-filter-types.js';
 import { LEGACY_FILTER_PREFIX } from '../rbac/legacy-proxy-patch.js';
@@ -51,8 +51,7 @@ import { AclActuator } from './acl-actuator.js';
 import { ExtensionReconciler } from './extension-reconciler.js';
 import { hasShootClass, shootNeedsForceDeletion, skipReason } from './handled-extensions.js';
 import { appliedFromState, stateSchema } from '../gardener/applied-state.js';
-import { isRecord } from '../json/record.js';
-import { tunnelStateFromRecord } from './tunnel-generation.js';
+import { recordedTunnelGeneration } from './tunnel-generation.js';
 import { MANAGED_RESOURCE_NAME } from './managed-resource.js';
 import { CONTROL_PLANE_HEALTHY } from './health-condition.js';
 import { REFERENCE_FINALIZER, REFERENCE_MANAGED_RESOURCE, retireReferenceWebhook } from './reference-extension.js';
@@ -89,6 +88,11 @@ export interface ControllerOptions {
   /** A watch silent this long is re-opened (default 90 s; tests shorten it to exercise half-open watches). */
   readonly watchIdleTimeoutMs?: number;
   readonly now?: () => Date;
+  /**
+   * The Extension queue's per-key backoff (default client-go's: 5 ms, doubling up to 1,000 s). A
+   * shoot waiting for the combined filters is woken by their events; the backoff is its fallback.
+   */
+  readonly retryBackoff?: RateLimiterOptions;
   /**
    * The served check (src/served): every `intervalMs` each gateway pod's Envoy is read and every
    * ACL shoot's protection judged on it. Absent: not checked (the status says stored only).
@@ -164,7 +168,7 @@ export class AclController {
 
   constructor(private readonly options: ControllerOptions) {
     const { kubeConfig, logger, registry } = options;
-    this.queue = new WorkQueue({ name: 'acl', metrics: createWorkQueueMetrics(registry) });
+    this.queue = new WorkQueue({ name: 'acl', metrics: createWorkQueueMetrics(registry), ...(options.retryBackoff ? { rateLimiter: options.retryBackoff } : {}) });
     // A failing combined sync is retried at most MAX_COMBINED_PACE_MS apart: every stored change
     // during a lasting refusal counts as a failure, and with client-go's 1,000 s cap a burst of
     // them (a hundred deleted buckets) held the repair for a quarter of an hour after the refusal ended.
@@ -487,9 +491,8 @@ export class AclController {
     if (!ext || !applied) return true;
     const protection = this.combined.protection(applied);
     if (protection.uncovered.length > 0) return protection.problem !== undefined;
-    const state = ext.status?.['state'];
-    const tunnels = tunnelStateFromRecord(isRecord(state) ? state['tunnels'] : undefined);
-    return tunnels === undefined || this.combined.tunnelHopMissing(ext.metadata.namespace, tunnels.generation).length === 0;
+    const generation = recordedTunnelGeneration(ext);
+    return generation === undefined || this.combined.tunnelHopMissing(ext.metadata.namespace, generation).length === 0;
   }
 
   private enqueueNamespace(namespace: string): void {

@@ -10,6 +10,8 @@ import { admitsFewer, type ConnectAdmission } from '../acl/admission-narrowing.j
 import { formatCidr } from '../acl/cidr.js';
 import { cidrStringSchema } from '../acl/cidr-schema.js';
 import { tunnelsSchema, type AppliedAcl, type RecordedTunnelState } from '../gardener/applied-state.js';
+import type { Extension } from '../gardener/objects.js';
+import { isRecord } from '../json/record.js';
 
 export interface TunnelState {
   readonly generation: number;
@@ -68,6 +70,12 @@ export function tunnelStateFromRecord(recorded: unknown): TunnelState | undefine
   if (parsed.success) return { generation: parsed.data.generation, admitted: parsed.data.admitted };
   const generation = tunnelsSchema.pick({ generation: true }).safeParse(recorded);
   return { generation: generation.success ? generation.data.generation : 1, admitted: EVERYONE };
+}
+
+/** The tunnel generation an Extension's status.state records; undefined when it records none (tunnelRevocation none). */
+export function recordedTunnelGeneration(ext: Pick<Extension, 'status'>): number | undefined {
+  const state = ext.status?.['state'];
+  return isRecord(state) ? tunnelStateFromRecord(state['tunnels'])?.generation : undefined;
 }
 
 /** The state as status.state records it. */

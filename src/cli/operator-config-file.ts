@@ -1,5 +1,5 @@
 import { formatFieldErrors } from '../acl/field-errors.js';
-import { parseOperatorConfig, type OperatorConfig } from '../acl/operator-config.js';
+import { parseOperatorConfig, type OperatorConfig } from '../config/operator-config.js';
 import type { SourcedObject } from '../gardener/inventory.js';
 import { formatProblem, type Problem } from '../gardener/problems.js';
 import { loadDocuments } from './load-documents.js';

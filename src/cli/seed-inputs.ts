@@ -4,7 +4,7 @@
 // OperatorConfiguration, else the defaults). Shared by explain and verify.
 import { parse as parseYaml } from 'yaml';
 import { formatCidr, type Cidr } from '../acl/cidr.js';
-import { defaultOperatorConfig, parseOperatorConfig, type OperatorConfig } from '../acl/operator-config.js';
+import { defaultOperatorConfig, parseOperatorConfig, type OperatorConfig } from '../config/operator-config.js';
 import { parseProviderConfig } from '../acl/provider-config.js';
 import { appliedFromState } from '../gardener/applied-state.js';
 import type { SourcedObject } from '../gardener/inventory.js';

@@ -1,11 +1,11 @@
 // `gardener-acl explain`: which verdict each path into a shoot's control plane gives one client,
-// and why, stated from the ACL model by DESIGN section 3 (not read back from the generated RBAC),
+// and why, stated from the ACL model by docs/design.md section 3 (not read back from the generated RBAC),
 // so that a test can hold it against what the real Envoy decides.
 import { tunnelHopServed } from '../rbac/seed-envoy-filters.js';
 import { vpnDestinationsNamed } from '../rbac/shared-tunnel-hop.js';
 import { cidrContainsAddress, formatAddress, formatCidr, parseIpv4, parseIpv6, type Cidr, type IpFamily } from '../acl/cidr.js';
 import type { SeedAcl, ShootAcl } from '../acl/model.js';
-import { isMatcherForm, type CombinedFormName } from '../acl/operator-config.js';
+import { isMatcherForm, type CombinedFormName } from '../acl/operator-settings.js';
 import type { AclRule } from '../acl/acl-rule.js';
 import { destinationForms, parseTechnicalID } from '../acl/shoot-identity.js';
 
@@ -47,7 +47,7 @@ export interface Decision {
   readonly reason: string;
 }
 
-/** DESIGN section 3 for one shoot and one client, naming the range (or the absence of one) that decided. */
+/** docs/design.md section 3 for one shoot and one client, naming the range (or the absence of one) that decided. */
 export function decideAcl(acl: { readonly rule: AclRule; readonly alwaysAllowed: readonly Cidr[] }, remote: ClientAddress, direct: ClientAddress): Decision {
   const { rule } = acl;
   const remoteC = canonical(remote);
@@ -79,7 +79,7 @@ export function decideAcl(acl: { readonly rule: AclRule; readonly alwaysAllowed:
   return { admittedByRule, admitted: admittedByRule, reason };
 }
 
-/** How a CONNECT request's protected header mentions a shoot (DESIGN section 3). */
+/** How a CONNECT request's protected header mentions a shoot (docs/design.md section 3). */
 export interface Mention {
   readonly header: string;
   readonly value: string;

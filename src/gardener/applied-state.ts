@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { formatCidr, type Cidr } from '../acl/cidr.js';
 import { cidrStringSchema } from '../acl/cidr-schema.js';
+import { perObject } from '../json/per-object.js';
 import { ACTIONS, PRINCIPAL_TYPES, RULE_MODES } from '../acl/acl-rule.js';
 import type { ShootAcl } from '../acl/model.js';
 
@@ -69,21 +70,13 @@ export function stateFor(acl: ShootAcl): { gatewayNamespaces: string[]; sniHosts
 
 /**
  * The cached Extensions keep the same status.state object until it changes, and every combined
- * sync, health recheck and served check reads all of them: parsed once per object. Held weakly.
+ * sync, health recheck and served check reads all of them: parsed once per object.
  */
-const parsedStates = new WeakMap<object, ExtensionState['applied'] | null>();
+const parsedState = perObject((state: object) => stateSchema.safeParse(state));
 
 function recordedApplied(state: unknown): ExtensionState['applied'] | undefined {
-  if (typeof state !== 'object' || state === null) {
-    const parsed = stateSchema.safeParse(state ?? {});
-    return parsed.success ? parsed.data.applied : undefined;
-  }
-  const known = parsedStates.get(state);
-  if (known !== undefined) return known ?? undefined;
-  const parsed = stateSchema.safeParse(state);
-  const applied = parsed.success ? parsed.data.applied : undefined;
-  parsedStates.set(state, applied ?? null);
-  return applied;
+  const parsed = typeof state === 'object' && state !== null ? parsedState(state) : stateSchema.safeParse(state ?? {});
+  return parsed.success ? parsed.data.applied : undefined;
 }
 
 /** The last applied ACL from status.state; undefined if none was ever applied or it is unreadable. */

@@ -2,13 +2,14 @@ import { normalizeCidrSet, type Cidr } from '../acl/cidr.js';
 import { cidrStringSchema } from '../acl/cidr-schema.js';
 import { formatFieldErrors } from '../acl/field-errors.js';
 import type { GatewayWorkload, Labels, ObservabilityWildcard, SeedAcl, ShootAcl, SniChain } from '../acl/model.js';
-import type { OperatorConfig } from '../acl/operator-config.js';
+import type { OperatorConfig } from '../acl/operator-settings.js';
 import { parseProviderConfig, type ProviderConfigResult } from '../acl/provider-config.js';
 import { parseTechnicalID } from '../acl/shoot-identity.js';
 import type { Cluster, ConfigMap, Deployment, DnsRecord, Extension, Gateway, Infrastructure, Pod, Service } from './objects.js';
 import { hostsOnEveryGateway, predictedApiHosts } from './predicted-api-hosts.js';
 import { objectRef, type Problem } from './problems.js';
 import { EXTENSION_TYPE, hasShootClass } from './extension-class.js';
+import { perObject } from '../json/per-object.js';
 
 export { EXTENSION_TYPE };
 const GATEWAY_DEPLOYMENT = 'istio-ingressgateway';
@@ -156,16 +157,17 @@ function managedSeedEgress(inv: SeedInventory, gateways: readonly GatewayWorkloa
 /**
  * The cached Extensions keep the same providerConfig object until it changes, and the served
  * check and every combined sync read all of them: parsed once per object (a third of a 2,000-shoot
- * pass was zod). Held weakly, so a replaced object takes its result with it.
+ * pass was zod), per CIDR limit.
  */
-const parsedConfigs = new WeakMap<object, { readonly maxCidrs: number; readonly result: ProviderConfigResult }>();
+const parsedConfigs = perObject((_raw: object) => new Map<number, ProviderConfigResult>());
 
 function parsedProviderConfig(raw: unknown, maxCidrs: number): ProviderConfigResult {
   if (typeof raw !== 'object' || raw === null) return parseProviderConfig(raw, maxCidrs, 'spec.providerConfig');
-  const known = parsedConfigs.get(raw);
-  if (known?.maxCidrs === maxCidrs) return known.result;
+  const byLimit = parsedConfigs(raw);
+  const known = byLimit.get(maxCidrs);
+  if (known !== undefined) return known;
   const result = parseProviderConfig(raw, maxCidrs, 'spec.providerConfig');
-  parsedConfigs.set(raw, { maxCidrs, result });
+  byLimit.set(maxCidrs, result);
   return result;
 }
 

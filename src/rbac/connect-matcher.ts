@@ -141,7 +141,7 @@ function denyNode(type: PrincipalType, cidrs: readonly Cidr[], deny: OnMatch, al
 }
 
 /**
- * DESIGN section 3 for one shoot as a matcher leaf: the remote address in A(S) admits; otherwise
+ * docs/design.md section 3 for one shoot as a matcher leaf: the remote address in A(S) admits; otherwise
  * ALLOW admits a client in the rule's CIDRs and DENY refuses one. Actions are named by the
  * technical ID, so per-rule counters and the access log name the shoot (except for clients that
  * ranges every shoot of the lookup admits let in first: `gardener-acl-always-allowed`).

@@ -2,8 +2,9 @@ import { destinationForms } from '../acl/shoot-identity.js';
 import type { Permission } from './envoy-rbac-types.js';
 
 /**
- * Requests whose protected headers mention the shoot (DESIGN section 3). Envoy joins repeated
- * headers with "," before matching, and routes on the first value, so the socket form is
+ * Requests whose protected headers mention the shoot (docs/design.md section 3). Envoy routes on
+ * the first value of a repeated header, and its RBAC may see the values joined with "," (by a
+ * runtime switch), so the socket form is
  * matched at the start of the value or right after a separator: a legacy ID such as
  * `shoot-p--a` must not match `shoot--xshoot-p--a--kube-apiserver-socket`. Matching ignores
  * case: a case variant can at most reach a cluster that does not exist.

@@ -44,7 +44,7 @@ function anyOf(ids: Principal[]): Principal {
 }
 
 /**
- * The clients a shoot's ACL does NOT admit (DESIGN section 3), as one principal:
+ * The clients a shoot's ACL does NOT admit (docs/design.md section 3), as one principal:
  * ALLOW: not (client in cidrs or remote in A);  DENY: client in cidrs and remote not in A.
  * Every filter is a DENY filter with this principal, so filters and shards compose by AND.
  */

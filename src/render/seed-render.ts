@@ -1,6 +1,6 @@
 import type { Operation } from 'fast-json-patch';
 import { formatFieldErrors } from '../acl/field-errors.js';
-import { parseOperatorConfig, type OperatorConfig } from '../acl/operator-config.js';
+import { parseOperatorConfig, type OperatorConfig } from '../config/operator-config.js';
 import { classifyObjects, type SourcedObject } from '../gardener/inventory.js';
 import type { Problem } from '../gardener/problems.js';
 import type { SeedAcl } from '../acl/model.js';

@@ -3,10 +3,11 @@
 //
 // The source is the ACL the controller recorded in Extension.status.state, not the raw
 // providerConfig: an invalid or half-finished change then never removes a shoot's protection
-// (DESIGN section 6), and the legacy filters and the combined filters always agree.
+// (docs/design.md section 6), and the legacy filters and the combined filters always agree.
 import { isActive } from '../gardener/extension-class.js';
 import { appliedFromState, type AppliedAcl } from '../gardener/applied-state.js';
 import type { Extension } from '../gardener/objects.js';
+import { perObject } from '../json/per-object.js';
 import { KEEP_AS_STORED, type LegacyProxyAcl } from '../rbac/legacy-proxy-patch.js';
 
 /** The cached objects; `revision()` changes whenever the list does. */
@@ -26,7 +27,7 @@ export class AclIndex {
   private revision: number | undefined;
   private legacy: ReadonlyMap<string, LegacyProxyAcl | typeof KEEP_AS_STORED> = new Map();
   /** null: the Extension records no readable ACL. */
-  private readonly parsed = new WeakMap<Extension, AppliedAcl | null>();
+  private readonly parsed = perObject((extension: Extension): AppliedAcl | null => appliedFromState(extension.metadata.namespace, extension.status?.['state']) ?? null);
 
   constructor(private readonly source: AdmissionCacheSource) {}
 
@@ -48,11 +49,7 @@ export class AclIndex {
     const next = new Map<string, LegacyProxyAcl | typeof KEEP_AS_STORED>();
     for (const extension of this.source.extensions()) {
       if (!isActive(extension)) continue;
-      let acl = this.parsed.get(extension);
-      if (acl === undefined) {
-        acl = appliedFromState(extension.metadata.namespace, extension.status?.['state']) ?? null;
-        this.parsed.set(extension, acl);
-      }
+      const acl = this.parsed(extension);
       // A missing input never removes protection: an active shoot without a readable ACL keeps its filter.
       next.set(extension.metadata.namespace, acl ?? KEEP_AS_STORED);
     }

@@ -13,7 +13,7 @@
 //     combined content (every shoot's ranges, the seed's networks) to whoever can reach the port.
 //     Metadata-only updates (a finalizer removed) pass.
 import { z } from 'zod';
-import type { OperatorConfig } from '../acl/operator-config.js';
+import type { OperatorConfig } from '../config/operator-config.js';
 import { CONNECT_FILTER_PREFIX } from '../rbac/combined-connect-filters.js';
 import { jsonEqual } from '../rbac/deep-equal.js';
 import { describeError } from '../kube/errors.js';

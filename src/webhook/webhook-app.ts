@@ -3,7 +3,7 @@
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import type { OperatorConfig } from '../acl/operator-config.js';
+import type { OperatorConfig } from '../config/operator-config.js';
 import { AclIndex, type AdmissionCacheSource } from './acl-index.js';
 import { admitEnvoyFilter, type StoredUidLookup } from './envoy-filter-mutator.js';
 import { CertWatcher, type KeyPair } from './serving-certs.js';

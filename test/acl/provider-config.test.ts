@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { formatCidr } from '../../src/acl/cidr.js';
 import { parseProviderConfig } from '../../src/acl/provider-config.js';
-import { parseOperatorConfig } from '../../src/acl/operator-config.js';
+import { parseOperatorConfig } from '../../src/config/operator-config.js';
 import { parseTechnicalID } from '../../src/acl/shoot-identity.js';
 
 const P = 'spec.extensions[0].providerConfig';

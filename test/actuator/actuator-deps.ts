@@ -1,6 +1,6 @@
 // An AclActuator for unit tests: the given client, operator settings and inventory; combined
 // filters that always hold the shoot, and no-op hooks for everything else.
-import type { OperatorConfig } from '../../src/acl/operator-config.js';
+import type { OperatorConfig } from '../../src/config/operator-config.js';
 import { AclActuator, type AclActuatorDeps } from '../../src/actuator/acl-actuator.js';
 import type { ClusterClient } from '../../src/actuator/cluster-client.js';
 import type { SeedInventory } from '../../src/gardener/seed-acl.js';

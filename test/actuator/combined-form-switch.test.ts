@@ -10,7 +10,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { GatewayWorkload } from '../../src/acl/model.js';
-import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
+import { defaultOperatorConfig, type OperatorConfig } from '../../src/config/operator-config.js';
 import type { AppliedAcl } from '../../src/gardener/applied-state.js';
 import { storedCoverage, uncoveredPaths } from '../../src/actuator/combined-coverage.js';
 import { combinedForm, storedEntriesAnyForm } from '../../src/actuator/combined-forms.js';

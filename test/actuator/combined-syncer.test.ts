@@ -7,7 +7,7 @@
 
 import type { PolicyEntry } from '../../src/rbac/filter-values.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
+import { defaultOperatorConfig, type OperatorConfig } from '../../src/config/operator-config.js';
 import { storedCoverage, uncoveredPaths } from '../../src/actuator/combined-coverage.js';
 import { appliedAcls } from '../../src/actuator/combined-syncer.js';
 import { AclController } from '../../src/actuator/controller.js';

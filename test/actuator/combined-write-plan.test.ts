@@ -8,7 +8,7 @@
 import type { PolicyEntry } from '../../src/rbac/filter-values.js';
 import { describe, expect, it } from 'vitest';
 import type { GatewayWorkload } from '../../src/acl/model.js';
-import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
+import { defaultOperatorConfig, type OperatorConfig } from '../../src/config/operator-config.js';
 import type { AppliedAcl } from '../../src/gardener/applied-state.js';
 import type { ClusterClient } from '../../src/actuator/cluster-client.js';
 import { storedCoverage, uncoveredPaths } from '../../src/actuator/combined-coverage.js';

@@ -6,7 +6,7 @@
 // with only the new form stored while the shoots stay Succeeded. Then the same for the ECDS delivery: listener parts and every
 // bucket on both gateways, the shoots' leaves in their buckets, and a deleted bucket restored.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
+import { defaultOperatorConfig, type OperatorConfig } from '../../src/config/operator-config.js';
 import type { AclController } from '../../src/actuator/controller.js';
 import { extractionObjectName, lookupOf, parseExtractionObjectName, parseMatcherFilterName } from '../../src/rbac/connect-matcher.js';
 import { ecdsBucketObjectName, ecdsBucketOf, ecdsListenerObjectName, parseEcdsBucketObjectName } from '../../src/rbac/connect-matcher-ecds.js';

@@ -646,4 +646,44 @@ describe('extension controller on a real kube-apiserver', () => {
     expect(writes.filter((w) => w === 'patch-status Extension')).toEqual([]);
     expect((await ext(F))?.metadata.resourceVersion).toBe(before);
   });
+  it('a shoot waiting for the combined filters is Succeeded once they are stored, brought back by them and not by its retry backoff', async () => {
+    // Needs another setting: a 10-minute retry backoff, so that only the combined filters (the
+    // wake on their events, the health recheck after each sync) can bring the waiting shoot back:
+    // with the shipped 5 ms backoff it comes back by itself, and a lost wake would go unseen.
+    // Without both the new shoot below is never Succeeded; either one alone suffices.
+    await controller.stop();
+    controller = await startTestController(cp.kubeConfig, { registry: new Registry(), retryBackoff: { baseDelayMs: 600_000, maxDelayMs: 600_000 } });
+    await settled('the new controller converged');
+    const W: ShootFixture = { project: 'q', name: 'w', providerConfig: allowRule('192.0.2.0/26') };
+    const holds = async (prefix: string) => {
+      for (const gw of [DEFAULT_GW, ZONAL_GW]) {
+        const stored = (await entriesIn(gw.namespace)).flatMap((entries) => JSON.stringify(entries.get(technicalID(W)) ?? null));
+        expect(stored.filter((p) => p.includes(prefix))).toHaveLength(1);
+      }
+    };
+    // A new shoot waits once for its first combined entries, an edit once for the changed ones.
+    await createSeed(cp.kubeConfig, [], [W]);
+    expect((await succeeded(W)).status?.state?.applied?.rule.cidrs).toEqual(['192.0.2.0/26']);
+    await holds('"192.0.2.0","prefix_len":26');
+    // The edit's combined writes are refused until its own objects are applied and it is parked:
+    // then only the stored filters' events are left to bring it back.
+    const removePolicy = await refuseWrites(
+      cp.kubeConfig,
+      'refuse-combined-w',
+      { apiGroup: 'networking.istio.io', resource: 'envoyfilters', expression: "!object.metadata.name.startsWith('acl-connect')", message: 'combined filters are frozen by the test' },
+      async () => mergePatch(cp.kubeConfig, { apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name: (await combined())[0]?.metadata.name ?? '', namespace: DEFAULT_GW.namespace }, { metadata: { labels: { probe: 'w' } } }),
+    );
+    try {
+      await mergePatch(cp.kubeConfig, extRef(technicalID(W)), { metadata: { annotations: { 'gardener.cloud/operation': 'reconcile' } }, spec: { providerConfig: allowRule('192.0.2.64/26') } });
+      await eventually('the edit recorded and waiting', async () => {
+        const e = await ext(W);
+        return e?.status?.state?.applied?.rule.cidrs[0] === '192.0.2.64/26' && e.status.lastOperation?.state !== 'Succeeded';
+      }, 30_000);
+      await settled('W parked');
+    } finally {
+      await removePolicy();
+    }
+    expect((await succeeded(W)).status?.lastError).toBeUndefined();
+    await holds('"192.0.2.64","prefix_len":26');
+  }, 120_000);
 });

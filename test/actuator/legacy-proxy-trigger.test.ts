@@ -3,7 +3,7 @@
 import { ApiException } from '@kubernetes/client-node';
 import jsonpatch from 'fast-json-patch';
 import { describe, expect, it } from 'vitest';
-import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
+import { defaultOperatorConfig } from '../../src/config/operator-config.js';
 import type { ClusterClient, ObjectRef } from '../../src/actuator/cluster-client.js';
 import type { AclActuator } from '../../src/actuator/acl-actuator.js';
 import { testActuator } from './actuator-deps.js';

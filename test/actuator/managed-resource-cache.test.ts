@@ -5,7 +5,7 @@
 // back meanwhile would then pass for applied although the ManagedResource now stored names another
 // Secret. The informer and the wiring on a real API server are controller.test.ts.
 import { describe, expect, it } from 'vitest';
-import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
+import { defaultOperatorConfig } from '../../src/config/operator-config.js';
 import type { ClusterClient, KubeObjectLike } from '../../src/actuator/cluster-client.js';
 import { cachedManagedResource } from '../../src/gardener/cached-views.js';
 import { classifyObjects } from '../../src/gardener/inventory.js';

@@ -1,8 +1,8 @@
 // Seed objects as Gardener and Istio would have them on a real seed, created in the test API server.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
-import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
-import { AclController } from '../../src/actuator/controller.js';
+import { defaultOperatorConfig, type OperatorConfig } from '../../src/config/operator-config.js';
+import { AclController, type ControllerOptions } from '../../src/actuator/controller.js';
 import type { GatewayPod } from '../../src/served/gateway-admin.js';
 import { CONTROLLER_DEFAULTS } from '../../src/actuator/controller-defaults.js';
 import { durationMs } from '../../src/cli/duration.js';
@@ -115,6 +115,7 @@ export async function startTestController(
     client?: KubeClusterClient;
     watchIdleTimeoutMs?: number;
     combinedMinIntervalMs?: number;
+    retryBackoff?: ControllerOptions['retryBackoff'];
     registry?: Registry;
     /** The served check reads gateway pods through the API server's port-forward unless this is given. */
     readDump?: (pod: GatewayPod, signal: AbortSignal, maxBytes: number) => Promise<unknown>;
@@ -131,6 +132,7 @@ export async function startTestController(
     combinedMinIntervalMs: options.combinedMinIntervalMs ?? durationMs.parse(CONTROLLER_DEFAULTS.combinedMinInterval),
     servedCheck: { intervalMs: durationMs.parse(CONTROLLER_DEFAULTS.servedCheckInterval), ...(options.readDump ? { readDump: options.readDump } : {}) },
     ...(options.watchIdleTimeoutMs ? { watchIdleTimeoutMs: options.watchIdleTimeoutMs } : {}),
+    ...(options.retryBackoff ? { retryBackoff: options.retryBackoff } : {}),
   });
   await controller.startCaches();
   controller.startWorkers();

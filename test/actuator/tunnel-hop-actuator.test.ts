@@ -4,7 +4,7 @@
 // tunnel-generation.test.ts; the controller on a real API server (the shared hop written from the
 // recorded generation) is controller-matcher-form.test.ts.
 import { describe, expect, it } from 'vitest';
-import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
+import { defaultOperatorConfig, type OperatorConfig } from '../../src/config/operator-config.js';
 import type { AclActuator } from '../../src/actuator/acl-actuator.js';
 import type { ClusterClient } from '../../src/actuator/cluster-client.js';
 import { classifyObjects } from '../../src/gardener/inventory.js';

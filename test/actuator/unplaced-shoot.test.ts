@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Registry } from 'prom-client';
 import { parseCidr, type Cidr } from '../../src/acl/cidr.js';
-import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
+import { defaultOperatorConfig, type OperatorConfig } from '../../src/config/operator-config.js';
 import type { AclController } from '../../src/actuator/controller.js';
 import { combinedForm } from '../../src/actuator/combined-forms.js';
 import { listAll } from '../../src/kube/list-watch.js';

@@ -3,7 +3,7 @@
 import { CONTROLLER_DEFAULTS } from '../../src/actuator/controller-defaults.js';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { parseOperatorConfig } from '../../src/acl/operator-config.js';
+import { parseOperatorConfig } from '../../src/config/operator-config.js';
 import { operatorExtension } from '../../src/registration/registration-objects.js';
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../../src/webhook/webhook-configuration.js';
 import { CLUSTER_RULES, SERVED_CHECK_CLUSTER_RULES, WEBHOOK_DISABLED_CLUSTER_RULES, KUBE_SYSTEM_RULES, MANAGED_CERTIFICATE_CLUSTER_RULES, MANAGED_CERTIFICATE_RULES, WEBHOOK_RULES, leaderElectionRules } from './expected-rbac.js';

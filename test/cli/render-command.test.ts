@@ -1,6 +1,6 @@
 // `gardener-acl render` as a process: exit codes, stdout and the exact error text.
 import { SHARED_HOP_ENTRY_OBJECT, SHARED_HOP_SHARDS, sharedHopObjectName } from '../../src/rbac/shared-tunnel-hop.js';
-import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
+import { defaultOperatorConfig } from '../../src/config/operator-config.js';
 import { ecdsBucketObjectName } from '../../src/rbac/connect-matcher-ecds.js';
 import { execFile } from 'node:child_process';
 import { mkdtemp, writeFile } from 'node:fs/promises';

@@ -6,7 +6,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
+import { defaultOperatorConfig, type OperatorConfig } from '../../src/config/operator-config.js';
 import { AclController } from '../../src/actuator/controller.js';
 
 import { MANAGED_RESOURCE_NAME } from '../../src/actuator/managed-resource.js';
@@ -44,7 +44,7 @@ const owned = (i: number, action: 'ALLOW' | 'DENY' = i % 3 === 0 ? 'DENY' : 'ALL
     cidrs: ranges,
   };
 };
-// The always-allowed ranges DESIGN section 3 gives these fixtures: seed nodes and pods, shoot nodes, egress.
+// The always-allowed ranges docs/design.md section 5 gives these fixtures: seed nodes and pods, shoot nodes, egress.
 const ALWAYS = ['10.250.0.0/16', '10.96.0.0/11', '10.180.0.0/16', '198.51.100.1/32'];
 const expectation = (o: Owned): ShootExpectation => ({
   technicalID: technicalID(o.fixture),

@@ -4,7 +4,7 @@
 // shoot's name appears in it: a looser leaf, a missing bucket or listener part, a dropped extraction,
 // a lenient decoder's dropped `matcher`, a missing rules shard each show as the gap they are.
 import { describe, expect, it } from 'vitest';
-import { COMBINED_FORMS, type CombinedFormName } from '../../src/acl/operator-config.js';
+import { COMBINED_FORMS, type CombinedFormName } from '../../src/config/operator-config.js';
 import type { SeedAcl } from '../../src/acl/model.js';
 import { buildSeedEnvoyFilters } from '../../src/rbac/seed-envoy-filters.js';
 import { ecdsBucketObjectName, ecdsBucketOf, ecdsListenerObjectName } from '../../src/rbac/connect-matcher-ecds.js';

@@ -1,4 +1,4 @@
-// Whether a set of STORED objects protects every ACL shoot on every path, decided by DESIGN
+// Whether a set of STORED objects protects every ACL shoot on every path, decided by docs/design.md
 // section 3's oracle (test/oracle/acl-semantics.ts) and by the oracle's model of how Envoy runs
 // the stored filters (test/oracle/envoy-chain-evaluator.ts for the CONNECT listeners, whatever
 // form or mix of forms is stored; test/oracle/rbac-evaluator.ts for the SNI chains), never by the

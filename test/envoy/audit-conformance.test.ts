@@ -2,7 +2,7 @@
 // connections are all admitted on every path (SNI, both CONNECT ports, the observability wildcard
 // chain, the legacy PROXY-protocol port), and each shoot's counter holds exactly the number of
 // connections enforce mode would have refused for that shoot. The expected counts come from the
-// oracle (DESIGN section 3), not from the generator.
+// oracle (docs/design.md section 3), not from the generator.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { normalizeCidrSet } from '../../src/acl/cidr.js';
 import { parseConnectFilterName } from '../../src/rbac/combined-connect-filters.js';

@@ -1,11 +1,11 @@
 // The data-plane conformance suite: a real Envoy, serving a Gardener-shaped gateway with the
 // generated EnvoyFilters placed in it, decides a generated adversarial matrix of real
-// connections; every decision must equal DESIGN section 3 (the oracle). The gateways run the
+// connections; every decision must equal docs/design.md section 3 (the oracle). The gateways run the
 // default form (ecds, its buckets served as Envoy runs them once ECDS delivered them) and the
 // rules form, each judged by its reading of "targets S".
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { normalizeCidrSet } from '../../src/acl/cidr.js';
-import { isMatcherForm, type CombinedFormName } from '../../src/acl/operator-config.js';
+import { isMatcherForm, type CombinedFormName } from '../../src/config/operator-config.js';
 import { allEnvoyFilters, buildSeedEnvoyFilters } from '../../src/rbac/seed-envoy-filters.js';
 import { admits, type OracleShoot } from '../oracle/acl-semantics.js';
 import {

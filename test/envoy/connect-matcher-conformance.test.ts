@@ -1,6 +1,6 @@
 // The conformance matrix on the matcher form of the combined CONNECT filters (operator
 // `combinedForm: matcher`), on a real Envoy of every supported version and both Gardener eras
-// with two CONNECT ports. Every decision must equal DESIGN section 3 read as the matcher form
+// with two CONNECT ports. Every decision must equal docs/design.md section 3 read as the matcher form
 // reads "targets S" (a routable first value of a protected header); the tunnel checks (a tunnel
 // only ever reaches a shoot that admits the client) are the same as for the rules form. Also:
 // audit counters per shoot, and that a missing or misordered extraction fails closed.

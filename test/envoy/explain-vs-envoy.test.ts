@@ -2,11 +2,11 @@
 // example seed. Every gateway of the seed is served by a real Envoy with exactly what `render`
 // prints for it (and Gardener's legacy filter with the webhook's patch); for every shoot, client,
 // path and gateway the verdict explain gives must be the decision Envoy makes on a real
-// connection. explain states DESIGN section 3 from the ACL model; it does not read the RBAC.
+// connection. explain states docs/design.md section 3 from the ACL model; it does not read the RBAC.
 import jsonpatch from 'fast-json-patch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatAddress } from '../../src/acl/cidr.js';
-import { COMBINED_FORMS, defaultOperatorConfig, type CombinedFormName } from '../../src/acl/operator-config.js';
+import { COMBINED_FORMS, defaultOperatorConfig, type CombinedFormName } from '../../src/config/operator-config.js';
 import { parseTechnicalID } from '../../src/acl/shoot-identity.js';
 import { explainCommand } from '../../src/cli/explain-command.js';
 import { loadDocuments } from '../../src/cli/load-documents.js';

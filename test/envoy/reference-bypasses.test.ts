@@ -1,4 +1,4 @@
-// Connections that the Go reference extension's EnvoyFilters let through although DESIGN forbids
+// Connections that the Go reference extension's EnvoyFilters let through although docs/design.md forbids
 // them, shown on a real Envoy; each test is named after the bypass and also shows that
 // gardener-acl's filters refuse the same connection.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

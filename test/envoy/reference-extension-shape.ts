@@ -1,6 +1,6 @@
 // The EnvoyFilters the Go reference extension (stackitcloud/gardener-extension-acl, HEAD) would
 // write for the same seed, rebuilt from shared/docs/reference-extension.md section 1.5, so the
-// real Envoy can show where that shape lets through what DESIGN forbids. Test-only.
+// real Envoy can show where that shape lets through what docs/design.md forbids. Test-only.
 // Listener matches use portNumber instead of the reference's `0.0.0.0_<port>` names so that the
 // placement approximation can apply them to the harness's listeners.
 import { formatAddress, type Cidr } from '../../src/acl/cidr.js';

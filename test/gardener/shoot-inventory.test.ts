@@ -4,7 +4,7 @@
 // exactly what the whole seed does, for every shoot of the embedded example (a legacy
 // `shoot-<project>--<name>` ID and the observability gateway in `garden` among them).
 import { describe, expect, it } from 'vitest';
-import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
+import { defaultOperatorConfig } from '../../src/config/operator-config.js';
 import { loadDocuments } from '../../src/cli/load-documents.js';
 import { EMBEDDED_EXAMPLE } from '../../src/cli/render-command.js';
 import { classifyObjects } from '../../src/gardener/inventory.js';

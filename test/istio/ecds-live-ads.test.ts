@@ -13,7 +13,7 @@
 // Both on Envoy 1.40 and 1.37 (Istio 1.29's). Numbers are logged for docs/envoy-listener-updates.md.
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
+import { defaultOperatorConfig } from '../../src/config/operator-config.js';
 import { ecdsResourceName } from '../../src/rbac/connect-matcher-ecds.js';
 import { HTTP_RBAC_TYPE } from '../../src/rbac/envoy-rbac-types.js';
 import { httpConnect, proxyV2From } from '../envoy/clients.js';

@@ -2,13 +2,13 @@
 // seed): Istio keeps the listeners' config_discovery references and answers every one from our
 // EXTENSION_CONFIG patches (its ECDS generator, BuildExtensionConfiguration); a real Envoy serving
 // Istio's listeners, with those resources handed over as ECDS files, decides the conformance
-// matrix as DESIGN section 3 says; and an ACL change, rendered by Istio again, changes no
+// matrix as docs/design.md section 3 says; and an ACL change, rendered by Istio again, changes no
 // listener, only the changed shoot's bucket: every open tunnel stays open and new requests see
 // the new rule. (The resources reach Envoy through files here; istiod sends the same resources
 // over ADS.)
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
+import { defaultOperatorConfig } from '../../src/config/operator-config.js';
 import { BUCKET_MISSING_POLICY, ECDS_FETCH_TIMEOUT, ECDS_TARGET_HEADER, ecdsBucketOf, ecdsResourceName } from '../../src/rbac/connect-matcher-ecds.js';
 import { HEADER_TO_METADATA_TYPE, failClosedRules } from '../../src/rbac/connect-matcher.js';
 import { matcherMapKeys } from './envoy-config-dump.js';

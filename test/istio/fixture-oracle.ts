@@ -1,4 +1,4 @@
-// DESIGN sections 3 and 5 applied to the fixture seed, read straight from Gardener's objects and
+// docs/design.md sections 3 and 5 applied to the fixture seed, read straight from Gardener's objects and
 // independent of the generator: a shoot's rule is its Extension's providerConfig, A(S) is the
 // seed's node and pod ranges, the shoot's node range and its Infrastructure's egress CIDRs; on the
 // legacy apiserver-proxy port the shoot's pod range is admitted too.

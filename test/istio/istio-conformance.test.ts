@@ -1,14 +1,14 @@
 // The conformance matrix against gateways that Istio's own code rendered: for each Gardener era,
 // Gardener's objects and our generator's EnvoyFilters (legacy filters mutated by our webhook
 // patches) go through istio-render for every ingress gateway of the seed, a real Envoy serves
-// each gateway, and every decision must equal DESIGN section 3 (the oracle). The fixture seed has
+// each gateway, and every decision must equal docs/design.md section 3 (the oracle). The fixture seed has
 // no OperatorConfiguration, so the operator defaults apply (the ecds form; both headers protected
 // on 8132 and 8443); the suite runs again with each other form an operator may set: matcher, and
 // rules, which seeds on an older Istio set (its reading of "targets S" is every mention, the
 // matcher forms' a routable first value).
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defaultOperatorConfig, isMatcherForm } from '../../src/acl/operator-config.js';
+import { defaultOperatorConfig, isMatcherForm } from '../../src/config/operator-config.js';
 import { admits } from '../oracle/acl-semantics.js';
 import { encodeProxyV2Header, headerValue, httpConnect, probeTcp, probeTls, sendHttpRequest } from '../envoy/clients.js';
 import {

@@ -4,7 +4,7 @@
 // every ingress gateway from Gardener's objects plus our EnvoyFilters.
 
 import jsonpatch from 'fast-json-patch';
-import type { CombinedFormName } from '../../src/acl/operator-config.js';
+import type { CombinedFormName } from '../../src/config/operator-config.js';
 import { renderSeed, type SeedRender } from '../../src/render/seed-render.js';
 import { cloneJson, isJsonObject, type JsonObject } from '../envoy/json.js';
 import { renderGatewayWithIstio, type IstioRenderOutput } from './istio-render.js';

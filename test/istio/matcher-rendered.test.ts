@@ -5,10 +5,10 @@
 //   extraction (header_to_metadata with its regex rewrite), the target headers (header_mutation)
 //   and one RBAC filter per protected header and shard whose `matcher` holds an exact-match map
 //   over every ACL shoot; no RBAC filter there is empty (a field Istio dropped would show here);
-// - the conformance matrix is decided as DESIGN section 3 says, reading "targets S" as the
+// - the conformance matrix is decided as docs/design.md section 3 says, reading "targets S" as the
 //   matcher form does (a routable first value of a protected header; README "Combined filter forms").
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
+import { defaultOperatorConfig } from '../../src/config/operator-config.js';
 import { CANONICAL_ADDRESS, HEADER_TO_METADATA_TYPE, MATCHER_DROPPED_POLICY, ROUTABLE_DESTINATION } from '../../src/rbac/connect-matcher.js';
 import { HTTP_RBAC_TYPE } from '../../src/rbac/envoy-rbac-types.js';
 import { getObject, getObjectList, getString, type JsonObject } from '../envoy/json.js';

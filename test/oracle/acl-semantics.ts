@@ -1,4 +1,4 @@
-// DESIGN section 3, stated directly and independently of the generator: which connections a
+// docs/design.md section 3, stated directly and independently of the generator: which connections a
 // seed's ACLs must admit. Property tests compare the generated RBAC against this.
 import { cidrContainsAddress, type Cidr } from '../../src/acl/cidr.js';
 import type { AclRule } from '../../src/acl/acl-rule.js';

@@ -4,8 +4,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { COMBINED_FORMS, type CombinedFormName } from '../../src/acl/operator-config.js';
-import type { OperatorConfig } from '../../src/acl/operator-config.js';
+import { COMBINED_FORMS, type CombinedFormName } from '../../src/config/operator-config.js';
+import type { OperatorConfig } from '../../src/config/operator-config.js';
 import { buildCombinedConnectFilters, combinedConnectFilterStream, planCombinedConnectFilters } from '../../src/rbac/combined-connect-filters.js';
 import { buildSeedEnvoyFilters, allEnvoyFilters } from '../../src/rbac/seed-envoy-filters.js';
 import { fnv1a64, jumpHash, shardByHash } from '../../src/rbac/sharding.js';

@@ -2,7 +2,7 @@
 // planner: for 2, 10 and 50 CIDRs per shoot, that many shoots all fit a bucket and one more leaves
 // a shoot out (bench/ecds-capacity.ts finds the figures; same shoots, test/support/capacity-shoots.ts).
 import { describe, expect, it } from 'vitest';
-import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
+import { defaultOperatorConfig } from '../../src/config/operator-config.js';
 import { combinedForm } from '../../src/actuator/combined-forms.js';
 import { capacityShoots } from '../support/capacity-shoots.js';
 

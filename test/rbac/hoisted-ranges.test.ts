@@ -1,7 +1,7 @@
 // The ranges every shoot of a lookup admits are checked once before the lookup: the stored leaves
 // lose them (unless a leaf would keep nothing else), reading a stored object gives back exactly
 // the leaves it was built from, and rebuilding from what was read gives the same object. That a
-// hoisted lookup decides as DESIGN says is the conformance matrix's part (its shoots share the
+// hoisted lookup decides as docs/design.md says is the conformance matrix's part (its shoots share the
 // seed's ranges).
 import { describe, expect, it } from 'vitest';
 import { ADMITTED_BY_EVERY_SHOOT, lookupOf, lookupRbacFilter, shootAclLeaf, storedMatcherEntries, type MatcherEntry } from '../../src/rbac/connect-matcher.js';

@@ -5,7 +5,7 @@
 // limit, so the reserve is not simply made huge.
 import { describe, expect, it } from 'vitest';
 import type { GatewayWorkload } from '../../src/acl/model.js';
-import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
+import { defaultOperatorConfig, type OperatorConfig } from '../../src/config/operator-config.js';
 import type { AppliedAcl } from '../../src/gardener/applied-state.js';
 import { combinedForm, isShardName } from '../../src/actuator/combined-forms.js';
 import { planCombinedWrites } from '../../src/actuator/combined-syncer.js';

@@ -1,10 +1,10 @@
 // Regression tests for the known bugs of the Go reference extension
 // (shared/docs/reference-extension.md sections 1.10 and 3): each must stay fixed here, in every
 // form of the combined CONNECT filters where the property holds (decided by the oracle's model of
-// Envoy 1.37 and 1.40, which must agree). Where the forms read "targets S" differently (DESIGN
+// Envoy 1.37 and 1.40, which must agree). Where the forms read "targets S" differently (docs/design.md
 // section 3), the rules form's test pins `combinedForm: 'rules'` and the matcher forms get their own.
 import { describe, expect, it } from 'vitest';
-import { COMBINED_FORMS, defaultOperatorConfig, type CombinedFormName } from '../../src/acl/operator-config.js';
+import { COMBINED_FORMS, defaultOperatorConfig, type CombinedFormName } from '../../src/config/operator-config.js';
 import { Decider, kapi, socket, vpn } from '../support/decide.js';
 import { testSeed } from '../support/test-seed.js';
 
@@ -155,7 +155,7 @@ describe('rules form only (combinedForm rules: any mention is checked)', () => {
   });
 });
 
-// The matcher forms check what can route (DESIGN section 3): a protected header's joined value that
+// The matcher forms check what can route (docs/design.md section 3): a protected header's joined value that
 // begins with a cluster name or socket of S, spelled exactly. What cannot route to S is not checked.
 describe.each(MATCHER_FORMS)('the matcher forms check what routes (combinedForm %s)', (form) => {
   const seedOf = (...shoots: Parameters<typeof testSeed>[0]): Decider => deciderIn(form, ...shoots);

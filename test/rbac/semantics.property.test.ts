@@ -1,5 +1,5 @@
 // Property tests: over random seeds, rules, clients and header combinations, the generated
-// filters decide exactly as DESIGN section 3 says (the oracle; with the tunnel hop of the default,
+// filters decide exactly as docs/design.md section 3 says (the oracle; with the tunnel hop of the default,
 // also its refusal of two VPN servers, README "Revocation"), on every path, in every form of the
 // combined CONNECT filters (each against its own reading of "targets S"), as the oracle's model of
 // Envoy 1.37 and 1.40 runs them (test/oracle/envoy-chain-evaluator.ts, calibrated on the real
@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { formatAddress } from '../../src/acl/cidr.js';
-import { COMBINED_FORMS, type CombinedFormName } from '../../src/acl/operator-config.js';
+import { COMBINED_FORMS, type CombinedFormName } from '../../src/config/operator-config.js';
 import { buildSeedEnvoyFilters, allEnvoyFilters, tunnelHopServed, type AnyGeneratedEnvoyFilter } from '../../src/rbac/seed-envoy-filters.js';
 import { admits, codecTrimmed, connectAdmitted, routedTarget } from '../oracle/acl-semantics.js';
 import type { Address } from '../oracle/addresses.js';

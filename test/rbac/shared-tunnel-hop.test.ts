@@ -3,7 +3,7 @@
 // shoot's tunnels is test/istio/shared-tunnel-hop-live-ads.test.ts; the controller on a real API
 // server, test/actuator/controller-matcher-form.test.ts.
 import { describe, expect, it } from 'vitest';
-import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
+import { defaultOperatorConfig, type OperatorConfig } from '../../src/config/operator-config.js';
 import type { AppliedAcl } from '../../src/gardener/applied-state.js';
 import { planCombinedWrites } from '../../src/actuator/combined-syncer.js';
 import type { EnvoyFilterObject } from '../../src/gardener/objects.js';

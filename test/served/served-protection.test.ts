@@ -5,7 +5,7 @@
 // ECDS resources read by name only, a missing ECDS resource, and input that is not
 // a config dump.
 import { describe, expect, it } from 'vitest';
-import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
+import { defaultOperatorConfig } from '../../src/config/operator-config.js';
 import type { SeedAcl, ShootAcl } from '../../src/acl/model.js';
 import { ecdsBucketOf, ecdsResourceName } from '../../src/rbac/connect-matcher-ecds.js';
 import { HTTP_RBAC_TYPE, NETWORK_RBAC_TYPE } from '../../src/rbac/envoy-rbac-types.js';

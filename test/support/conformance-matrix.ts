@@ -1,7 +1,7 @@
 // The adversarial connection matrix shared by the real-Envoy conformance suites (the hand-built
 // gateway in test/envoy and the Istio-rendered one in test/istio): the shoots whose names collide
 // on purpose, the clients (PROXY-protocol claims, loopback peers, both IP families) and the
-// HTTP-CONNECT header sets. Every expected verdict comes from the oracle (DESIGN section 3), so a
+// HTTP-CONNECT header sets. Every expected verdict comes from the oracle (docs/design.md section 3), so a
 // suite that uses other shoots or always-allowed ranges only needs other OracleShoots.
 
 import { encodeProxyV2Header, httpConnect, type ConnectResult } from '../envoy/clients.js';
@@ -179,12 +179,12 @@ export function connectCases(haVpnIndex?: number): { client: Client; headers: He
   return CLIENTS.flatMap((client) => sets.map((headers) => ({ client, headers })));
 }
 
-/** Whether DESIGN section 3 admits this CONNECT. */
+/** Whether docs/design.md section 3 admits this CONNECT. */
 export function connectExpected(client: Client, headers: Headers, e: Pick<ConnectExpectation, 'oracle' | 'protectedHeaders' | 'reading'>): boolean {
   return connectAdmitted(headers, oracleClient(client), e.protectedHeaders, e.oracle, e.reading);
 }
 
-/** What is wrong with a real CONNECT's outcome (undefined: it is what DESIGN requires). */
+/** What is wrong with a real CONNECT's outcome (undefined: it is what docs/design.md requires). */
 export function connectMismatch(client: Client, headers: Headers, result: Pick<ConnectResult, 'status' | 'tunnel'>, e: ConnectExpectation): string | undefined {
   const expected = connectExpected(client, headers, e);
   const routed = routedCluster(headers, e.routeHeader, e.routeRegex, e.routeRepeatedHeaders);
@@ -201,7 +201,7 @@ export function connectMismatch(client: Client, headers: Headers, result: Pick<C
   return problems.length === 0 ? undefined : `${client.label} ${JSON.stringify(headers)}: ${problems.join('; ')}`;
 }
 
-/** Sends every case as a real CONNECT to the gateway's listener for `port`; what differs from DESIGN, one line per case. */
+/** Sends every case as a real CONNECT to the gateway's listener for `port`; what differs from docs/design.md, one line per case. */
 export async function connectMismatches(
   gateway: { endpoint(logicalPort: number, family?: 4 | 6): Promise<BoundAddress> },
   port: number,

@@ -1,7 +1,7 @@
 // Decisions of the generated filters for one request, through the oracle's model of Envoy
 // (test/oracle/envoy-chain-evaluator.ts), for whichever combined form the seed's operator
 // configuration names (the default form unless a test pins another).
-import type { CombinedFormName } from '../../src/acl/operator-config.js';
+import type { CombinedFormName } from '../../src/config/operator-config.js';
 import type { SeedAcl } from '../../src/acl/model.js';
 import { allEnvoyFilters, buildSeedEnvoyFilters, type AnyGeneratedEnvoyFilter } from '../../src/rbac/seed-envoy-filters.js';
 import type { TargetReading } from '../oracle/acl-semantics.js';
@@ -12,7 +12,7 @@ import { evalRbac } from '../oracle/rbac-evaluator.js';
 
 export type Headers = readonly (readonly [string, string])[];
 
-/** How a form of the combined filters reads "the request targets S" (DESIGN section 3). */
+/** How a form of the combined filters reads "the request targets S" (docs/design.md section 3). */
 export function readingOf(form: CombinedFormName): TargetReading {
   return form === 'rules' ? 'mentions' : 'routable';
 }

@@ -1,7 +1,7 @@
 // Builds SeedAcl models directly from compact test definitions, through the real parsers.
 import { normalizeCidrSet, parseCidr, type Cidr } from '../../src/acl/cidr.js';
 import type { GatewayWorkload, SeedAcl, ShootAcl } from '../../src/acl/model.js';
-import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
+import { defaultOperatorConfig, type OperatorConfig } from '../../src/config/operator-config.js';
 import { parseProviderConfig } from '../../src/acl/provider-config.js';
 import type { AclRule } from '../../src/acl/acl-rule.js';
 import type { OracleShoot } from '../oracle/acl-semantics.js';

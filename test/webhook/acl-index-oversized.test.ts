@@ -1,7 +1,7 @@
 // One shoot whose combined policy is larger than a shard must not make the webhook fail for
 // every other EnvoyFilter; and the index follows a changed Extension without reading the others again.
 import { describe, expect, it } from 'vitest';
-import { defaultOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
+import { defaultOperatorConfig, type OperatorConfig } from '../../src/config/operator-config.js';
 import { extensionSchema, type Extension } from '../../src/gardener/objects.js';
 import { AclIndex, staticCacheSource } from '../../src/webhook/acl-index.js';
 import { mutateEnvoyFilter } from '../../src/webhook/envoy-filter-mutator.js';

@@ -3,7 +3,7 @@
 // apiserver-proxy filter keeps the RBAC filter the stored object carries instead of losing it.
 import fastJsonPatch from 'fast-json-patch';
 import { describe, expect, it } from 'vitest';
-import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
+import { defaultOperatorConfig } from '../../src/config/operator-config.js';
 import { extensionSchema, type Extension } from '../../src/gardener/objects.js';
 import { FILTER_NAMES } from '../../src/rbac/filter-values.js';
 import { AclIndex, staticCacheSource } from '../../src/webhook/acl-index.js';

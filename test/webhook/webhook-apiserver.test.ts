@@ -8,7 +8,7 @@ import { ApiException } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatCidr } from '../../src/acl/cidr.js';
-import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
+import { defaultOperatorConfig } from '../../src/config/operator-config.js';
 import { appliedAcls } from '../../src/actuator/combined-syncer.js';
 import { deploymentSchema, type Extension } from '../../src/gardener/objects.js';
 import { listAll } from '../../src/kube/list-watch.js';

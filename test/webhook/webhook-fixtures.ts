@@ -6,7 +6,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Registry } from 'prom-client';
-import { defaultOperatorConfig } from '../../src/acl/operator-config.js';
+import { defaultOperatorConfig } from '../../src/config/operator-config.js';
 import type { AdmissionCacheSource } from '../../src/webhook/acl-index.js';
 import { CERT_FILE, KEY_FILE, selfSignedCertificates, type KeyPair } from '../../src/webhook/serving-certs.js';
 import { startWebhookApp, type RunningWebhookApp, type WebhookAppOptions } from '../../src/webhook/webhook-app.js';

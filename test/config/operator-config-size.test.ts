@@ -1,7 +1,7 @@
 // The operator configuration never admits values under which one shoot at the CIDR limit could
 // not fit one combined CONNECT filter: such a shoot would be left out of the CONNECT protection.
 import { describe, expect, it } from 'vitest';
-import { MAX_LISTENER_PART_BYTES, parseOperatorConfig, type OperatorConfig } from '../../src/acl/operator-config.js';
+import { MAX_LISTENER_PART_BYTES, parseOperatorConfig, type OperatorConfig } from '../../src/config/operator-config.js';
 import { buildSeedEnvoyFilters } from '../../src/rbac/seed-envoy-filters.js';
 import { cidr, rule } from '../support/test-seed.js';
 

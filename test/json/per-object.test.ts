@@ -2,7 +2,7 @@
 // filters that changed (a changed filter is a new object in the cache).
 import { describe, expect, it } from 'vitest';
 
-import { perObject } from '../../src/actuator/per-object-memo.js';
+import { perObject } from '../../src/json/per-object.js';
 
 describe('perObject', () => {
   it('reads an object once and a new object (a stored change) again, undefined results included', () => {

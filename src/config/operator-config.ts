@@ -1,14 +1,14 @@
 // The OperatorConfiguration as it is read at every boundary (the file, the chart's values, the
 // render's input): each field as operator-settings.ts defines it, and whether the values fit
 // together, measured with the filter builders' own sizes.
-import { type Cidr } from './cidr.js';
+import { type Cidr } from '../acl/cidr.js';
 import { GATEWAY_ROOM_BYTES, combinedConnectPolicy, combinedPolicyBytes, shardBudget } from '../rbac/combined-connect-filters.js';
 import { SCAFFOLD_GATEWAY, matcherEntryBytes, matcherScaffoldingBytes, shootAclLeaf } from '../rbac/connect-matcher.js';
 import { ecdsListenerObject, ecdsScaffoldingBytes } from '../rbac/connect-matcher-ecds.js';
-import { fieldErrorsFromZod, REPORT_INPUT, type FieldError } from './field-errors.js';
-import { MAX_LISTENER_PART_BYTES, MAX_OBJECT_BYTES, isMatcherForm, operatorSettingsSchema, type CombinedFormName, type OperatorConfig } from './operator-settings.js';
+import { fieldErrorsFromZod, REPORT_INPUT, type FieldError } from '../acl/field-errors.js';
+import { MAX_LISTENER_PART_BYTES, MAX_OBJECT_BYTES, isMatcherForm, operatorSettingsSchema, type CombinedFormName, type OperatorConfig } from '../acl/operator-settings.js';
 
-export * from './operator-settings.js';
+export * from '../acl/operator-settings.js';
 
 /**
  * Always-allowed ranges a real shoot brings besides the operator's: seed nodes and pods, shoot
