@@ -4,6 +4,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import ts from 'typescript';
 
 /**
  * The layers of src/, lowest first. A folder may import its own files and any folder of a lower
@@ -24,10 +25,6 @@ export interface ImportProblem {
   readonly message: string;
 }
 
-// Static imports and re-exports (type-only ones too: a cycle of types is still a cycle for a reader)
-// and dynamic import() of a literal.
-const SPECIFIER = /(?:^|[\s;])(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|^\s*import\s+['"]([^'"]+)['"]/gm;
-
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true })
     .flatMap((entry) => {
@@ -38,13 +35,16 @@ function sourceFiles(dir: string): string[] {
     .sort();
 }
 
-/** The files of `srcDir` that `file` imports, relative to `srcDir`. */
+/**
+ * The files of `srcDir` that `file` imports, relative to `srcDir`: static imports and re-exports
+ * (type-only ones too: a cycle of types is still a cycle for a reader) and import() of a literal,
+ * as TypeScript's own scanner finds them (not in comments or strings).
+ */
 function importsOf(srcDir: string, file: string): string[] {
   const text = readFileSync(path.join(srcDir, file), 'utf8');
   const targets = new Set<string>();
-  for (const match of text.matchAll(SPECIFIER)) {
-    const specifier = match[1] ?? match[2] ?? match[3];
-    if (!specifier?.startsWith('.')) continue;
+  for (const { fileName: specifier } of ts.preProcessFile(text, true, true).importedFiles) {
+    if (!specifier.startsWith('.')) continue;
     const resolved = path.relative(srcDir, path.resolve(path.dirname(path.join(srcDir, file)), specifier)).replace(/\.js$/, '.ts');
     targets.add(resolved.split(path.sep).join('/'));
   }
@@ -120,7 +120,7 @@ export function checkImports(srcDir: string, layers: readonly (readonly string[]
     }
   }
   for (const component of cycles(graph)) {
-    problems.push({ kind: 'cycle', message: `import cycle: ${component.map((f) => `src/${f}`).join(' -> ')}; break it by moving what its files share into a module below them` });
+    problems.push({ kind: 'cycle', message: `import cycle among ${component.map((f) => `src/${f}`).join(', ')}; break it by moving what its files share into a module below them` });
   }
   return { files: graph.size, imports, problems };
 }

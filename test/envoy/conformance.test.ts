@@ -54,7 +54,7 @@ describe.each(CONFORMANCE_ENVOY_VERSIONS)('on Envoy %s', (envoyVersion) => {
     });
 
     it.each(GARDENER_ERAS[era].connectPorts.map((p) => [p.logicalPort, p.header] as const))(
-      'HTTP CONNECT on %i: every header set from every client is decided as DESIGN says',
+      'HTTP CONNECT on %i: every header set from every client is decided as docs/design.md says',
       async (port, routeHeader) => {
         const regex = new RegExp(era === 'v1.139-v1.147' ? DESTINATION_HEADER_REGEX.v1_139 : DESTINATION_HEADER_REGEX.v1_114);
         const deniedStat = `http.${hcmStatPrefix(port)}.rbac.denied`;

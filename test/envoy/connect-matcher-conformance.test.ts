@@ -65,7 +65,7 @@ describe.each(CONFORMANCE_ENVOY_VERSIONS)('matcher form on Envoy %s', (envoyVers
       expect(gateway.placement.patches.filter((p) => p.applications === 0).map((p) => `${p.envoyFilter}#${p.patchIndex}`)).toEqual([]);
     });
 
-    it.each(GARDENER_ERAS[era].connectPorts.map((p) => [p.logicalPort, p.header] as const))('HTTP CONNECT on %i: every header set from every client is decided as DESIGN says', async (port, routeHeader) => {
+    it.each(GARDENER_ERAS[era].connectPorts.map((p) => [p.logicalPort, p.header] as const))('HTTP CONNECT on %i: every header set from every client is decided as docs/design.md says', async (port, routeHeader) => {
       const e = expectation(era, envoyVersion, routeHeader, clusters);
       const deniedStat = `http.${hcmStatPrefix(port)}.rbac.denied`;
       const before = await gateway.envoy.stat(deniedStat);
@@ -101,7 +101,7 @@ describe.each(CONFORMANCE_ENVOY_VERSIONS)('matcher form on Envoy %s', (envoyVers
       expect(JSON.stringify(filters)).toContain(ADMITTED_BY_EVERY_SHOOT);
     });
 
-    it.each(GARDENER_ERAS[era].connectPorts.map((p) => [p.logicalPort, p.header] as const))('HTTP CONNECT on %i: every header set from every client is decided as DESIGN says', async (port, routeHeader) => {
+    it.each(GARDENER_ERAS[era].connectPorts.map((p) => [p.logicalPort, p.header] as const))('HTTP CONNECT on %i: every header set from every client is decided as docs/design.md says', async (port, routeHeader) => {
       const e = expectation(era, envoyVersion, routeHeader, clusters, hoisted.oracle);
       const cases = connectCases();
       expect(await connectMismatches(gateway, port, cases, e)).toEqual([]);

@@ -111,7 +111,7 @@ describe(`ECDS delivery of the matcher form through Istio's rendering (Gardener 
     expect([...held].sort()).toEqual(FIXTURE_SHOOTS.filter((s) => s.rule).map((s) => s.id).sort());
   });
 
-  it.each(era.connectPorts.map((p) => [p.port, p.header] as const))('HTTP CONNECT on %i (%s): every header set from every client is decided as DESIGN says', async (port, routeHeader) => {
+  it.each(era.connectPorts.map((p) => [p.port, p.header] as const))('HTTP CONNECT on %i (%s): every header set from every client is decided as docs/design.md says', async (port, routeHeader) => {
     const oracle = fixtureOracle(objects);
     const expectation = { oracle: oracle.shoots, protectedHeaders: HEADERS, routeHeader, routeRegex: new RegExp(era.destinationRegex), clusters: gateway.clusters, reading: 'routable' as const };
     const cases = connectCases(HA_VPN_INDEX);

@@ -63,7 +63,7 @@ async function sniMismatch(gateway: IstioGateway, endpoint: SniEndpoint, client:
   const upstreamGotIt = gateway.echo.upstream(endpoint.cluster).connections.some((c) => c.received.includes(marker));
   const problems: string[] = [];
   if (result.servedCertificate !== endpoint.tls.credentialName) problems.push(`served certificate ${result.servedCertificate}, want ${endpoint.tls.credentialName}`);
-  if (expected !== (result.status !== undefined)) problems.push(expected ? 'closed without response but DESIGN admits' : `answered ${result.status} but DESIGN denies`);
+  if (expected !== (result.status !== undefined)) problems.push(expected ? 'closed without response but docs/design.md admits' : `answered ${result.status} but docs/design.md denies`);
   if (expected !== upstreamGotIt) problems.push(expected ? `request did not reach ${endpoint.cluster}` : `request reached ${endpoint.cluster}`);
   return problems.length === 0 ? undefined : `${label}: ${problems.join('; ')}`;
 }
@@ -96,7 +96,7 @@ describe.each(FORMS.flatMap((form) => ERA_NAMES.map((name) => [name, ERAS[name].
   });
 
   const connectTargets = INGRESS_GATEWAYS.flatMap((gateway) => era.connectPorts.map((p) => [gateway.key, p.port, p.header] as const));
-  it.each(connectTargets)('HTTP CONNECT on the %s gateway’s %i (%s): every header set from every client is decided as DESIGN says', async (key, port, routeHeader) => {
+  it.each(connectTargets)('HTTP CONNECT on the %s gateway’s %i (%s): every header set from every client is decided as docs/design.md says', async (key, port, routeHeader) => {
     const gateway = gatewayOf(gateways, key);
     const expectation = {
       oracle: oracle.shoots,

@@ -82,7 +82,7 @@ describe(`the matcher form through Istio's rendering (Gardener ${era.name} seed)
   });
 
   const targets = INGRESS_GATEWAYS.flatMap((g) => era.connectPorts.map((p) => [g.key, p.port, p.header] as const));
-  it.each(targets)('HTTP CONNECT on the %s gateway’s %i (%s): every header set from every client is decided as DESIGN says', async (key, port, routeHeader) => {
+  it.each(targets)('HTTP CONNECT on the %s gateway’s %i (%s): every header set from every client is decided as docs/design.md says', async (key, port, routeHeader) => {
     const gateway = gateways.get(key)!;
     const expectation = {
       oracle: oracle.shoots,

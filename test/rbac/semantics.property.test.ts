@@ -158,7 +158,7 @@ function expectNeutralRunsAgree(runs: readonly { namespace: string; port: number
   }
 }
 
-describe.each(COMBINED_FORMS)('combinedForm %s: the generated CONNECT filters decide as DESIGN section 3 reads "targets S" for the form', (form) => {
+describe.each(COMBINED_FORMS)('combinedForm %s: the generated CONNECT filters decide as docs/design.md section 3 reads "targets S" for the form', (form) => {
   it('every gateway, every protected port, Envoy 1.37 and 1.40, any header combination, adversarial headers and bytes', () => {
     fc.assert(
       fc.property(shootsArb, headersArb, address, address, (shoots, headers, remote, direct) => {
@@ -212,7 +212,7 @@ describe.each(MATCHER_FORMS)('combinedForm %s, damaged as Envoy could see it', (
   });
 });
 
-describe('the shoots’ own SNI filters match the ACL semantics (DESIGN section 3), whatever the combined form', () => {
+describe('the shoots’ own SNI filters match the ACL semantics (docs/design.md section 3), whatever the combined form', () => {
   it('SNI: each ACL shoot chain admits exactly what its rule admits; other chains carry no filter', () => {
     fc.assert(
       fc.property(shootsArb, address, address, (shoots, remote, direct) => {

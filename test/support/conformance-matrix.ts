@@ -190,7 +190,7 @@ export function connectMismatch(client: Client, headers: Headers, result: Pick<C
   const routed = routedCluster(headers, e.routeHeader, e.routeRegex, e.routeRepeatedHeaders);
   const problems: string[] = [];
   if (!expected && (result.status !== 403 || result.tunnel)) problems.push(`expected 403, got ${result.status}`);
-  if (expected && result.status === 403) problems.push('denied but DESIGN admits');
+  if (expected && result.status === 403) problems.push('denied but docs/design.md admits');
   if (expected && routed && e.clusters.has(routed) && (result.status !== 200 || result.tunnel?.cluster !== routed)) {
     problems.push(`expected a tunnel to ${routed}, got ${result.status} ${JSON.stringify(result.tunnel)}`);
   }
