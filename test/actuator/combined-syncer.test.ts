@@ -195,7 +195,9 @@ describe('combined CONNECT filters on a real kube-apiserver', () => {
         deleting.add(technicalID(s));
         await deleteObject(cp.kubeConfig, extRef(s));
       }
-      for (const s of GROWTH) await eventually(`${technicalID(s)} deleted`, async () => (await getObject(cp.kubeConfig, extRef(s))) === undefined, 60_000);
+      // A precondition, not a measure: CI's full run shares the two cores with every other suite,
+      // and there the first of the six deletions once took over 60 s.
+      await eventually('the 6 grown shoots deleted', async () => (await Promise.all(GROWTH.map((s) => getObject(cp.kubeConfig, extRef(s))))).every((o) => o === undefined), 150_000);
       await settled('after shrink');
       expect(await objectNames(DEFAULT_GW.namespace)).toEqual(objectsBefore);
       await sleep(1_000);
@@ -205,7 +207,7 @@ describe('combined CONNECT filters on a real kube-apiserver', () => {
     }
     expect(states).toBeGreaterThan(10);
     expect(violations).toEqual([]);
-  }, 240_000);
+  }, 300_000);
 
   it('point 5: a shoot too large for a shard keeps its stored policy while every other shoot stays protected and deletable', async () => {
     await settled('before oversized shoot');
