@@ -1,6 +1,6 @@
 // What tunnel revocation (`tunnelRevocation: hop`, the shared hop) costs a gateway Envoy: the
-// same seed's VPN clusters without and with the shared hop's doors and shard listeners (README
-// "Revocation"), at several numbers of ACL shoots, in one run: Envoy's allocated memory and the
+// same seed's VPN clusters without and with the shared hop's doors and shard listeners
+// (docs/operators/revocation.md), at several numbers of ACL shoots, in one run: Envoy's allocated memory and the
 // time to load the config. Each shoot has the three VPN clusters a gateway may hold
 // (vpn-seed-server, -0, -1) and nothing else of Gardener's (a real gateway also holds each shoot's
 // kube-apiserver cluster and SNI chains), so the ratio is an upper bound. The hop's objects are the

@@ -35,9 +35,10 @@ HELM_BIN="$(bash scripts/setup-helm.sh | tail -n 1)"; export HELM_BIN
 step "Gardener's own components (gardener-resource-manager, gardenlet's Extension deployer) built from gardener/gardener"
 GARDENER_BIN="$(bash scripts/setup-gardener.sh | tail -n 1)"; export GARDENER_BIN
 
-step "lint, the import rule of src/ (scripts/check-imports.ts) and typecheck"
+step "lint, the import rule of src/ (scripts/check-imports.ts), the generated files (scripts/generate.ts --check) and typecheck"
 npx eslint .
 npx tsx scripts/check-imports.ts
+npx tsx scripts/generate.ts --check
 npx tsc -p tsconfig.json --noEmit
 
 step "OCI image: built without a container engine or a pulled base image, then run (scripts/build-image.sh)"

@@ -1,6 +1,6 @@
 // Whether a changed ACL admits fewer clients on the HTTP-CONNECT paths than an earlier one: the
-// question that decides whether a shoot's established tunnels must be closed (README
-// "Revocation"). A "yes" costs the shoot one reconnect of its tunnels, a wrong "no" leaves a tunnel
+// question that decides whether a shoot's established tunnels must be closed
+// (docs/operators/revocation.md). A "yes" costs the shoot one reconnect of its tunnels, a wrong "no" leaves a tunnel
 // open that the owner revoked, so every case this check cannot decide exactly answers yes.
 import { IPV4_MAPPED_BLOCK, canonicalFamily, cidrContains, type Cidr, type IpFamily } from './cidr.js';
 import type { AclRule } from './acl-rule.js';

@@ -14,7 +14,7 @@ export function exposureWarnings(rule: AclRule, pathPrefix: string): FieldError[
     rule.mode === 'audit'
       ? [{
           path: `${pathPrefix}.rule.mode`,
-          message: 'is audit: this ACL refuses no connection, Envoy only counts the ones it would refuse (README "Trying an ACL safely"); set mode enforce, or remove it, to enforce the rule',
+          message: 'is audit: this ACL refuses no connection, Envoy only counts the ones it would refuse (docs/owners/trying-an-acl-safely.md); set mode enforce, or remove it, to enforce the rule',
         }]
       : [];
   return [...audit, ...familyWarnings(rule, pathPrefix)];

@@ -14,7 +14,8 @@ import { operatorSettingsSchema } from './operator-settings.js';
 import { ACTIONS, PRINCIPAL_TYPES, RULE_MODES } from './acl-rule.js';
 
 export const PROVIDER_CONFIG_SCHEMA_FILE = 'schemas/acl-provider-config.schema.json';
-export const PROVIDER_CONFIG_SCHEMA_COMMAND = 'npx tsx scripts/generate-provider-config-schema.ts';
+/** scripts/generate.ts writes it, with the other files rendered from zod (src/config/generated-files.ts). */
+export const PROVIDER_CONFIG_SCHEMA_COMMAND = 'npm run generate';
 /** Where the file is published: the repository the charts name as `home`, branch main. */
 export const PROVIDER_CONFIG_SCHEMA_ID = `https://raw.githubusercontent.com/gardener-acl/gardener-acl/main/${PROVIDER_CONFIG_SCHEMA_FILE}`;
 

@@ -29,7 +29,7 @@ export function combinedSyncDelay(now: number, pace: CombinedPace | undefined, r
 
 /**
  * Milliseconds until a sync may write something that changes the CONNECT listeners (≤ 0: now).
- * Every such write makes Envoy drain every tunnel on them (docs/envoy-listener-updates.md), so the
+ * Every such write makes Envoy drain every tunnel on them (docs/developers/envoy-listener-updates.md), so the
  * operator's least interval coalesces them; writes that change no listener (ECDS buckets) and
  * repairs never wait for it.
  */

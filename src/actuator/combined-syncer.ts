@@ -430,7 +430,7 @@ export class CombinedSyncer {
    */
   holds(technicalID: string): boolean {
     for (const [namespace, ids] of this.storedReading().held) if (ids.has(technicalID) && !this.refusedNamespaces.has(namespace)) return true;
-    // The last acl Extension going: it waits for the whole layout to go (README "Uninstall"), so
+    // The last acl Extension going: it waits for the whole layout to go (docs/operators/uninstall.md), so
     // that Gardener, which uninstalls the extension once no Extension is left, finds nothing of ours.
     // Only what a sync would delete counts: objects in a namespace that refuses writes, or where no gateway selector can be trusted, never hold it.
     const othersActive = this.deps.extensions().some((e) => e.metadata.namespace !== technicalID && isActive(e));

@@ -74,17 +74,19 @@ export interface ControllerOptions {
   readonly operator: OperatorConfig;
   readonly logger: Logger;
   readonly registry: Registry;
-  readonly workers?: number;
+  // workers, resyncPeriodMs and combinedMinIntervalMs have no fallback here: the command passes its
+  // flags and the tests CONTROLLER_DEFAULTS, so no caller runs a pace the chart does not ship.
+  readonly workers: number;
   /** Every Extension is reconciled again this often (no writes when nothing changed). */
-  readonly resyncPeriodMs?: number;
+  readonly resyncPeriodMs: number;
   /**
    * Least time between two writes that change a stored CONNECT listener: each makes Envoy drain
-   * every tunnel on it (docs/envoy-listener-updates.md), so changes of many shoots are coalesced
+   * every tunnel on it (docs/developers/envoy-listener-updates.md), so changes of many shoots are coalesced
    * into one write. Every write of the rules and matcher forms is one; of the ecds form only the
    * listener parts (protected headers, ports or bucket count changed). Repairs and objects that
    * are missing never wait for it.
    */
-  readonly combinedMinIntervalMs?: number;
+  readonly combinedMinIntervalMs: number;
   /** A watch silent this long is re-opened (default 90 s; tests shorten it to exercise half-open watches). */
   readonly watchIdleTimeoutMs?: number;
   readonly now?: () => Date;
@@ -368,10 +370,10 @@ export class AclController {
     this.workersRunning = true;
     void retireReferenceWebhook(this.options.client, this.options.logger);
     this.enqueueAll();
-    const count = this.options.workers ?? 5;
+    const count = this.options.workers;
     for (let i = 0; i < count; i++) this.workerLoops.push(this.workerLoop(this.queue));
     this.workerLoops.push(this.workerLoop(this.combinedQueue));
-    const resync = this.options.resyncPeriodMs ?? 10 * 60_000;
+    const resync = this.options.resyncPeriodMs;
     const timer = setInterval(() => this.enqueueAll(), resync);
     timer.unref();
     this.resyncTimer = timer;
@@ -531,7 +533,7 @@ export class AclController {
   }
 
   private async syncCombined(repair: boolean): Promise<void> {
-    const listenerWriteDelayMs = listenerWriteDelay(performance.now(), this.lastListenerWrite, this.options.combinedMinIntervalMs ?? 0, repair);
+    const listenerWriteDelayMs = listenerWriteDelay(performance.now(), this.lastListenerWrite, this.options.combinedMinIntervalMs, repair);
     const result = await this.combined.sync({ listenerWriteDelayMs });
     if (result.listenerWrites > 0) this.lastListenerWrite = performance.now();
     // Our last writes are not in the cache yet: decide again once they are (a few ms, usually).

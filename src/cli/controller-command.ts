@@ -5,7 +5,6 @@ import { pino, type Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { z } from 'zod';
 import { AclController } from '../actuator/controller.js';
-import { CONTROLLER_DEFAULTS } from '../actuator/controller-defaults.js';
 import { ExtensionHeartbeat } from '../actuator/heartbeat.js';
 import { KubeClusterClient } from '../actuator/kube-cluster-client.js';
 import { LeaseFence } from '../kube/lease-fence.js';
@@ -18,13 +17,12 @@ import { servingNames } from '../webhook/serving-names.js';
 import { serviceHasReadyEndpoint, urlAnswers } from '../webhook/webhook-backend.js';
 import { CONFIGURATION_NAME, mutatingWebhookConfiguration, type ClientTarget } from '../webhook/webhook-configuration.js';
 import type { CommandIO } from './command-io.js';
-import { serviceRef } from './service-ref.js';
 import { argsUsageError, parseCommandArgs } from './command-args.js';
-import { durationMs } from './duration.js';
+import { CONTROLLER_FLAGS } from './controller-flags.js';
+import { flagsSchema, parseOptions } from './flag-table.js';
 import { KubeConfigProblem, loadKubeConfig } from './kubeconfig.js';
 import { loadOperatorConfigFile } from './operator-config-file.js';
 import { startProbeServer } from './probe-server.js';
-import { LAGGING_CACHE_MS, STUCK_CACHE_MS } from './probe-thresholds.js';
 import { CONTROLLER_USAGE } from './usage-texts.js';
 
 /** Secrets <prefix>-ca and <prefix>-tls; the chart mounts the latter into the webhook Pods. */
@@ -33,72 +31,18 @@ export const SEED_WEBHOOK_SECRET_PREFIX = 'gardener-acl-webhook';
 // The text lives in usage-texts.ts, which --help and completion read without loading this module.
 export { CONTROLLER_USAGE };
 
-const argsSchema = z.object({
-  kubeconfig: z.string().optional(),
-  config: z.string().optional(),
-  'leader-elect': z.enum(['true', 'false'], { error: 'must be true or false' }).transform((v) => v === 'true'),
-  'no-seed-webhook': z.boolean(),
-  'leader-election-namespace': z.string().min(1),
-  'leader-election-id': z.string().min(1),
-  'lease-duration': durationMs,
-  'renew-deadline': durationMs,
-  'retry-period': durationMs,
-  'probe-port': z.coerce.number({ error: 'must be a number' }).int({ error: 'must be a port number from 0 to 65535' }).min(0, { error: 'must be a port number from 0 to 65535' }).max(65535, { error: 'must be a port number from 0 to 65535' }),
-  'cache-unready-after': durationMs,
-  'cache-unhealthy-after': durationMs,
-  workers: z.coerce.number({ error: 'must be a number' }).int({ error: 'must be a whole number from 1 to 100' }).min(1, { error: 'must be a whole number from 1 to 100' }).max(100, { error: 'must be a whole number from 1 to 100' }),
-  'resync-period': durationMs,
-  'combined-min-interval': durationMs,
-  'served-check-interval': durationMs,
-  'served-check-max-read-mib': z.coerce.number({ error: 'must be a number' }).int({ error: 'must be a whole number of MiB from 1 to 4096' }).min(1, { error: 'must be a whole number of MiB from 1 to 4096' }).max(4096, { error: 'must be a whole number of MiB from 1 to 4096' }),
-  'graceful-shutdown-timeout': durationMs,
-  'log-level': z.enum(['trace', 'debug', 'info', 'warn', 'error'], { error: 'must be trace, debug, info, warn or error' }),
-  'webhook-certificates-namespace': z.string().min(1).optional(),
-  'webhook-service': serviceRef.optional(),
-  'webhook-url': z.url({ protocol: /^https$/, error: 'must be an https:// URL' }).optional(),
-  'webhook-config-owner': z.string().min(1).optional(),
-  'webhook-timeout-seconds': z.coerce.number({ error: 'must be a number' }).int().min(1, { error: 'must be 1 to 30' }).max(30, { error: 'must be 1 to 30' }),
-  'controller-username': z.string().min(1).optional(),
-  'webhook-ca-validity': durationMs,
-  'webhook-cert-validity': durationMs,
-}).refine((a) => !(a['no-seed-webhook'] && a['webhook-certificates-namespace']), {
-  error: '--no-seed-webhook and --webhook-certificates-namespace contradict each other: give one',
-  path: ['no-seed-webhook'],
-}).refine((a) => !a['webhook-certificates-namespace'] || (a['webhook-service'] === undefined) !== (a['webhook-url'] === undefined), {
-  error: 'give exactly one of --webhook-service and --webhook-url with --webhook-certificates-namespace',
-  path: ['webhook-certificates-namespace'],
-});
+const argsSchema = flagsSchema(CONTROLLER_FLAGS)
+  .refine((a) => !(a['no-seed-webhook'] && a['webhook-certificates-namespace']), {
+    error: '--no-seed-webhook and --webhook-certificates-namespace contradict each other: give one',
+    path: ['no-seed-webhook'],
+  })
+  .refine((a) => !a['webhook-certificates-namespace'] || (a['webhook-service'] === undefined) !== (a['webhook-url'] === undefined), {
+    error: 'give exactly one of --webhook-service and --webhook-url with --webhook-certificates-namespace',
+    path: ['webhook-certificates-namespace'],
+  });
 
 export async function controllerCommand(argv: readonly string[], io: CommandIO): Promise<number> {
-  const parsed = parseCommandArgs(argv, io, CONTROLLER_USAGE, {
-    kubeconfig: { type: 'string' },
-    config: { type: 'string' },
-    'leader-elect': { type: 'string', default: 'true' },
-    'no-seed-webhook': { type: 'boolean', default: false },
-    'leader-election-namespace': { type: 'string', default: process.env.LEADER_ELECTION_NAMESPACE ?? 'garden' },
-    'leader-election-id': { type: 'string', default: 'gardener-acl-leader-election' },
-    'lease-duration': { type: 'string', default: '15s' },
-    'renew-deadline': { type: 'string', default: '10s' },
-    'retry-period': { type: 'string', default: '2s' },
-    'probe-port': { type: 'string', default: '8080' },
-    'cache-unready-after': { type: 'string', default: `${LAGGING_CACHE_MS / 1000}s` },
-    'cache-unhealthy-after': { type: 'string', default: `${STUCK_CACHE_MS / 60_000}m` },
-    workers: { type: 'string', default: String(CONTROLLER_DEFAULTS.workers) },
-    'resync-period': { type: 'string', default: CONTROLLER_DEFAULTS.resyncPeriod },
-    'combined-min-interval': { type: 'string', default: CONTROLLER_DEFAULTS.combinedMinInterval },
-    'served-check-interval': { type: 'string', default: CONTROLLER_DEFAULTS.servedCheckInterval },
-    'served-check-max-read-mib': { type: 'string', default: String(CONTROLLER_DEFAULTS.servedCheckMaxReadMiB) },
-    'graceful-shutdown-timeout': { type: 'string', default: '30s' },
-    'log-level': { type: 'string', default: 'info' },
-    'webhook-certificates-namespace': { type: 'string' },
-    'webhook-service': { type: 'string' },
-    'webhook-url': { type: 'string' },
-    'webhook-config-owner': { type: 'string' },
-    'webhook-timeout-seconds': { type: 'string', default: '10' },
-    'controller-username': { type: 'string' },
-    'webhook-ca-validity': { type: 'string', default: '30d' },
-    'webhook-cert-validity': { type: 'string', default: '30d' },
-  });
+  const parsed = parseCommandArgs(argv, io, CONTROLLER_USAGE, parseOptions(CONTROLLER_FLAGS));
   if ('exitCode' in parsed) return parsed.exitCode;
   const args = argsSchema.safeParse(parsed.values);
   if (!args.success) return argsUsageError(io, CONTROLLER_USAGE, args.error.issues);

@@ -1,64 +1,18 @@
 import { z } from 'zod';
-import { parseCidr } from '../acl/cidr.js';
-import { parseTechnicalID } from '../acl/shoot-identity.js';
-import { EXPLAIN_PATHS, explainShoot, parseClientAddress, type Explanation, type LegacyChain } from '../explain/explain-acl.js';
+import { explainShoot, type Explanation, type LegacyChain } from '../explain/explain-acl.js';
 import { formatProblem } from '../gardener/problems.js';
 import { findLegacyChains } from '../rbac/legacy-proxy-patch.js';
 import { argsUsageError, parseCommandArgs, usageError } from './command-args.js';
 import type { CommandIO } from './command-io.js';
-import { SEED_INPUT_FLAGS, loadSeedModel, shootsNamed } from './seed-inputs.js';
+import { EXPLAIN_FLAGS } from './explain-flags.js';
+import { flagsSchema, parseOptions } from './flag-table.js';
+import { loadSeedModel, shootsNamed } from './seed-inputs.js';
 import { EXPLAIN_USAGE } from './usage-texts.js';
 
 // The text lives in usage-texts.ts, which --help and completion read without loading this module.
 export { EXPLAIN_USAGE };
 
-const headerSchema = z.string().transform((text, ctx): [string, string] => {
-  const colon = text.indexOf(':');
-  if (colon <= 0) {
-    ctx.addIssue({ code: 'custom', message: `--header ${JSON.stringify(text)} is not "Name: value"; write e.g. --header 'Reversed-VPN: outbound|1194||vpn-seed-server.shoot--p--a.svc.cluster.local'` });
-    return z.NEVER;
-  }
-  return [text.slice(0, colon).trim(), text.slice(colon + 1).trim()];
-});
-
-const addressSchema = (flag: string) =>
-  z.string({ error: `${flag} is required: the client's IP address, e.g. ${flag} 203.0.113.9` }).transform((text, ctx) => {
-    // An address as an access log prints it, with the client's port: the port does not decide.
-    const withPort = /^\[([^\]]+)\]:\d{1,5}$/.exec(text.trim()) ?? /^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$/.exec(text.trim());
-    const parsed = parseClientAddress(withPort?.[1] ?? text);
-    if (!parsed) {
-      ctx.addIssue({ code: 'custom', message: `${flag} ${JSON.stringify(text)} is not an IPv4 or IPv6 address; write e.g. 203.0.113.9 or 2001:db8::1` });
-      return z.NEVER;
-    }
-    return parsed;
-  });
-
-const argsSchema = z.object({
-  shoot: z
-    .string()
-    .refine((id) => parseTechnicalID(id) !== undefined, {
-      error: (issue) => `--shoot ${JSON.stringify(issue.input)} is not a technical ID; write shoot--<project>--<name> (or the legacy shoot-<project>--<name>)`,
-    })
-    .optional(),
-  'always-allowed': z
-    .array(
-      z.string().transform((text, ctx) => {
-        const parsed = parseCidr(text);
-        if (parsed.ok) return parsed.cidr;
-        ctx.addIssue({ code: 'custom', message: `--always-allowed ${JSON.stringify(text)} is not a CIDR (${parsed.reason}); write e.g. --always-allowed 10.250.0.0/16` });
-        return z.NEVER;
-      }),
-    )
-    .optional(),
-  client: addressSchema('--client'),
-  peer: addressSchema('--peer').optional(),
-  path: z.enum(EXPLAIN_PATHS, { error: (i) => `--path must be one of ${EXPLAIN_PATHS.join(', ')}, not ${JSON.stringify(i.input)}` }).optional(),
-  header: z.array(headerSchema).optional(),
-  output: z.enum(['text', 'json'], { error: (i) => `--output must be text or json, not ${JSON.stringify(i.input)}` }),
-  kubeconfig: z.string().optional(),
-  config: z.string().optional(),
-  paths: z.array(z.string()),
-});
+const argsSchema = flagsSchema(EXPLAIN_FLAGS).extend({ paths: z.array(z.string()) });
 
 function formatText(explanation: Explanation): string {
   const lines = [explanation.summary];
@@ -68,21 +22,7 @@ function formatText(explanation: Explanation): string {
 }
 
 export async function explainCommand(argv: readonly string[], io: CommandIO): Promise<number> {
-  const parsed = parseCommandArgs(
-    argv,
-    io,
-    EXPLAIN_USAGE,
-    {
-      shoot: { type: 'string' },
-      client: { type: 'string' },
-      peer: { type: 'string' },
-      path: { type: 'string' },
-      header: { type: 'string', multiple: true },
-      'always-allowed': { type: 'string', multiple: true },
-      ...SEED_INPUT_FLAGS,
-    },
-    { allowPositionals: true },
-  );
+  const parsed = parseCommandArgs(argv, io, EXPLAIN_USAGE, parseOptions(EXPLAIN_FLAGS), { allowPositionals: true });
   if ('exitCode' in parsed) return parsed.exitCode;
   const args = argsSchema.safeParse({ ...parsed.values, paths: parsed.positionals });
   if (!args.success) return argsUsageError(io, EXPLAIN_USAGE, args.error.issues, 'message-only');

@@ -1,7 +1,5 @@
-import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { packChart } from '../registration/chart-archive.js';
@@ -10,19 +8,11 @@ import { readValuesSchema, valuesSchemaErrors } from '../registration/values-sch
 import { toYamlDocuments } from '../kube/yaml-documents.js';
 import { argsUsageError, parseCommandArgs } from './command-args.js';
 import type { CommandIO } from './command-io.js';
+import { flagsSchema, parseOptions } from './flag-table.js';
+import { REGISTRATION_FLAGS, defaultChartDir } from './registration-flags.js';
 import { REGISTRATION_USAGE } from './usage-texts.js';
 
-/**
- * charts/gardener-acl of the installation: found by walking up from this module, because it
- * runs from src/cli (tsx) as well as from dist/src/cli (built image).
- */
-export function defaultChartDir(start = path.dirname(fileURLToPath(import.meta.url))): string {
-  for (let dir = start; ; dir = path.dirname(dir)) {
-    const candidate = path.join(dir, 'charts', 'gardener-acl');
-    if (existsSync(path.join(candidate, 'Chart.yaml'))) return candidate;
-    if (path.dirname(dir) === dir) return path.join(start, 'charts', 'gardener-acl');
-  }
-}
+export { defaultChartDir };
 
 /**
  * What the chart's values.schema.json refuses in `values` over the chart's own values.yaml (as
@@ -45,29 +35,7 @@ async function chartValuesProblems(chartDir: string, values: HelmValues, what: s
 // The text lives in usage-texts.ts, which --help and completion read without loading this module.
 export { REGISTRATION_USAGE };
 
-const dnsLabel = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, { error: 'must be a lower-case DNS label' }).max(63);
-const ociRef = z
-  .string()
-  .refine((ref) => !ref.startsWith('oci://'), { abort: true, error: (issue) => `${JSON.stringify(issue.input)}: drop the oci:// scheme; gardener-operator's ociRepository.ref is registry/repository:tag, e.g. ghcr.io/org/charts/gardener-acl:0.1.0` })
-  .regex(/^[a-z0-9.-]+(:[0-9]+)?\/[^\s:@]+(:[\w.-]+|@sha256:[a-f0-9]{64})$/, { error: 'must be an OCI reference with a tag or digest, e.g. ghcr.io/org/charts/gardener-acl:0.1.0' });
-
-const argsSchema = z
-  .object({
-    name: dnsLabel,
-    chart: z.string().min(1),
-    'image-repository': z.string().regex(/^[^\s:@]+(:[0-9]+)?(\/[^\s:@]+)*$/, { error: 'must be an image repository without tag, e.g. ghcr.io/org/gardener-acl' }).optional(),
-    'image-tag': z.string().regex(/^[\w][\w.-]{0,127}$/, { error: 'must be an image tag such as 0.1.0' }).optional(),
-    values: z.string().optional(),
-    policy: z.enum(['OnDemand', 'Always', 'AlwaysExceptNoShoots'], { error: 'must be OnDemand, Always or AlwaysExceptNoShoots' }),
-    output: z.enum(['yaml', 'json'], { error: 'must be yaml or json' }),
-    operator: z.boolean(),
-    'chart-ref': ociRef.optional(),
-    'admission-chart-ref': ociRef.optional(),
-    'admission-namespace': dnsLabel,
-    'admission-values': z.string().optional(),
-    'admission-ca-bundle': z.string().optional(),
-    'admission-tls-secret': dnsLabel,
-  })
+const argsSchema = flagsSchema(REGISTRATION_FLAGS)
   .superRefine((a, ctx) => {
     if (!a.operator) {
       for (const flag of ['chart-ref', 'admission-chart-ref', 'admission-ca-bundle'] as const) {
@@ -81,8 +49,6 @@ const argsSchema = z
   });
 
 const valuesFileSchema = z.record(z.string(), z.unknown(), { error: 'must be a YAML map of chart values' });
-
-
 
 async function readValuesFile(file: string | undefined, flag = '--values'): Promise<HelmValues | string> {
   if (file === undefined) return {};
@@ -106,22 +72,7 @@ async function readPem(file: string): Promise<string | { error: string }> {
 }
 
 export async function registrationCommand(argv: readonly string[], io: CommandIO): Promise<number> {
-  const parsed = parseCommandArgs(argv, io, REGISTRATION_USAGE, {
-    name: { type: 'string', default: 'acl' },
-    chart: { type: 'string', default: defaultChartDir() },
-    'image-repository': { type: 'string' },
-    'image-tag': { type: 'string' },
-    values: { type: 'string' },
-    policy: { type: 'string', default: 'OnDemand' },
-    output: { type: 'string', short: 'o', default: 'yaml' },
-    operator: { type: 'boolean', default: false },
-    'chart-ref': { type: 'string' },
-    'admission-chart-ref': { type: 'string' },
-    'admission-namespace': { type: 'string', default: 'garden' },
-    'admission-values': { type: 'string' },
-    'admission-ca-bundle': { type: 'string' },
-    'admission-tls-secret': { type: 'string', default: 'gardener-acl-admission-tls' },
-  });
+  const parsed = parseCommandArgs(argv, io, REGISTRATION_USAGE, parseOptions(REGISTRATION_FLAGS));
   if ('exitCode' in parsed) return parsed.exitCode;
   const args = argsSchema.safeParse(parsed.values);
   if (!args.success) return argsUsageError(io, REGISTRATION_USAGE, args.error.issues);

@@ -6,6 +6,7 @@ import { writeDocuments } from '../render/document-writer.js';
 import { progressMode, RenderProgress } from '../render/render-progress.js';
 import { renderSeedStream } from '../render/seed-render.js';
 import { argsUsageError, parseCommandArgs } from './command-args.js';
+import { flagLines, flagsSchema, parseOptions, type FlagTable } from './flag-table.js';
 import type { CommandIO } from './command-io.js';
 import { loadDocuments } from './load-documents.js';
 import { embeddedExampleSeed } from './package-root.js';
@@ -13,11 +14,13 @@ import { embeddedExampleSeed } from './package-root.js';
 /** The seed rendered when no path is given (shipped with the project; where depends on the layout, see package-root.ts). */
 export const EMBEDDED_EXAMPLE = embeddedExampleSeed(fileURLToPath(new URL('.', import.meta.url)));
 
-const argsSchema = z.object({
-  output: z.enum(['yaml', 'json'], { error: (i) => `--output must be yaml or json, not ${JSON.stringify(i.input)}` }),
-  config: z.string().optional(),
-  paths: z.array(z.string()),
-});
+
+const RENDER_FLAGS = {
+  output: { value: 'yaml|json', short: 'o', default: 'yaml', help: 'output format', schema: z.enum(['yaml', 'json'], { error: (i) => `--output must be yaml or json, not ${JSON.stringify(i.input)}` }) },
+  config: { value: 'operator.yaml', help: "an OperatorConfiguration; replaces the seed's own", schema: z.string().optional() },
+} as const satisfies FlagTable;
+
+const argsSchema = flagsSchema(RENDER_FLAGS).extend({ paths: z.array(z.string()) });
 
 export const RENDER_USAGE = `usage: gardener-acl render [--output yaml|json] [--config operator.yaml] [PATH...]
 
@@ -25,12 +28,14 @@ Reads Gardener/Istio/Kubernetes objects (files or directories of YAML/JSON; mult
 files and kind: List are fine) and prints the EnvoyFilters and the JSON patches for Gardener's
 legacy apiserver-proxy EnvoyFilters that the extension would write for that seed.
 Without PATH it renders the embedded example seed (examples/seed).
-Exit codes: 0 ok, 2 invalid input (each problem names file, object and field).`;
+Exit codes: 0 ok, 2 invalid input (each problem names file, object and field).
+
+${flagLines(RENDER_FLAGS, 28)}`;
 
 export async function renderCommand(argv: readonly string[], io: CommandIO): Promise<number> {
   const now = io.now ?? (() => performance.now());
   const startedAt = now();
-  const parsed = parseCommandArgs(argv, io, RENDER_USAGE, { output: { type: 'string', short: 'o', default: 'yaml' }, config: { type: 'string' } }, { allowPositionals: true });
+  const parsed = parseCommandArgs(argv, io, RENDER_USAGE, parseOptions(RENDER_FLAGS), { allowPositionals: true });
   if ('exitCode' in parsed) return parsed.exitCode;
   const args = argsSchema.safeParse({ output: parsed.values.output, config: parsed.values.config, paths: parsed.positionals });
   if (!args.success) return argsUsageError(io, RENDER_USAGE, args.error.issues, 'message-only');

@@ -21,12 +21,6 @@ import { withShootManifests, type ManifestInputs } from './shoot-manifest-inputs
 import type { CommandIO } from './command-io.js';
 import { EMBEDDED_EXAMPLE } from './render-command.js';
 
-/** The flags of a command that reads a seed (with its positional PATHs) and prints a report. */
-export const SEED_INPUT_FLAGS = {
-  output: { type: 'string', short: 'o', default: 'text' },
-  kubeconfig: { type: 'string' },
-  config: { type: 'string' },
-} as const;
 
 /** A contradiction among the seed inputs, as the usage error to print; undefined when there is none. */
 export function seedInputsProblem(inputs: { readonly kubeconfig?: string | undefined; readonly paths: readonly string[] }): string | undefined {

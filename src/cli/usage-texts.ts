@@ -1,7 +1,12 @@
 // The command listing and the usage texts, in a module that imports nothing heavy: `--help` and
 // `completion` read them without loading what the commands run on (@kubernetes/client-node,
 // fastify, pino, ...). The command modules re-export their text from here.
-import { CONTROLLER_DEFAULTS } from '../actuator/controller-defaults.js';
+import { CONTROLLER_FLAGS } from './controller-flags.js';
+import { EXPLAIN_FLAGS } from './explain-flags.js';
+import { flagLines } from './flag-table.js';
+import { VERIFY_FLAGS } from './verify-flags.js';
+import { REGISTRATION_FLAGS } from './registration-flags.js';
+import { WEBHOOK_CONFIG_FLAGS, WEBHOOK_FLAGS } from './webhook-flags.js';
 
 /** Every command, in the order `--help` lists them; main dispatches each, completion offers each. */
 export const COMMANDS = [
@@ -45,7 +50,9 @@ with one gateway, the shoot's own node range and the always-allowed ranges given
 --client and --peer may carry a port, as copied from an access log (203.0.113.9:443,
 [2001:db8::1]:443); it does not change the verdict.
 Exit codes: 0 every listed path admits, 1 some path refuses, 2 invalid input, 3 every path
-admits but some only because the rule is in audit mode (enforce would refuse there).`;
+admits but some only because the rule is in audit mode (enforce would refuse there).
+
+${flagLines(EXPLAIN_FLAGS, 31)}`;
 
 export const VERIFY_USAGE = `usage: gardener-acl verify --kubeconfig PATH [--gateway NAMESPACE] [--shoot ID]... [--output text|json]
        gardener-acl verify (--config-dump FILE | --admin-url URL) [--gateway NAMESPACE]
@@ -58,72 +65,21 @@ listener, chain or filter is accepted by Istio and does nothing; verify finds ev
 serves a shoot's host or forwards to its control plane, and every connection manager that routes
 CONNECT by a protected header, and says where the shoot's filter is missing.
 With --kubeconfig alone: the live seed, every ready pod of each gateway (or of --gateway) read
-               through the API server's port-forward to Envoy's admin port, as the controller
-               does (needs pods list and pods/portforward create), one report per pod.
---config-dump  the gateway Envoy's admin /config_dump as JSON ("-": stdin), e.g. from
-               kubectl exec -n istio-ingress deploy/istio-ingressgateway -- pilot-agent request GET config_dump
-               or istioctl proxy-config all <pod>.istio-ingress -o json
---admin-url    Envoy's admin address, e.g. http://127.0.0.1:15000 after
-               kubectl port-forward -n istio-ingress deploy/istio-ingressgateway 15000
---gateway      the gateway's namespace (default: the seed's only gateway)
---shoot        check only these shoots (technical IDs)
+through the API server's port-forward to Envoy's admin port, as the controller does (needs pods
+list and pods/portforward create), one report per pod.
 The seed is read as by explain: from files (without PATH the embedded example seed) or, with
 --kubeconfig, from the live seed (each Extension's applied ACL).
 Exit codes: 0 every path that exists is served with the shoot's filter (paths the gateway does
 not serve are listed), 1 some path serves a shoot without its filter or refuses it whole,
-2 invalid input, or (live) some pod could not be read.`;
+2 invalid input, or (live) some pod could not be read.
+
+${flagLines(VERIFY_FLAGS, 31)}`;
 
 export const CONTROLLER_USAGE = `usage: gardener-acl controller [options]
 
 Runs the extension controller for Extensions of type acl on a seed.
 
-  --kubeconfig PATH                 kubeconfig (default: $KUBECONFIG, else in-cluster)
-  --config PATH                     OperatorConfiguration YAML (default: built-in defaults)
-  --leader-elect true|false         Lease leader election (default true)
-  --leader-election-namespace NS    default: $LEADER_ELECTION_NAMESPACE or garden; the leader also
-                                    renews Gardener's extension heartbeat Lease
-                                    (gardener-extension-heartbeat) there
-  --leader-election-id NAME         default: gardener-acl-leader-election
-  --lease-duration DURATION         leader election lease duration (default 15s)
-  --renew-deadline DURATION         leader gives up after failing to renew this long (default 10s)
-  --retry-period DURATION           leader election retry period (default 2s)
-  --probe-port PORT                 /healthz, /readyz, /metrics (default 8080)
-  --cache-unready-after DURATION    /readyz fails while a cache has had no open watch this long
-                                    (default 60s)
-  --cache-unhealthy-after DURATION  /healthz fails (the kubelet restarts the container) when a
-                                    cache has had no open watch this long (default 5m)
-  --workers N                       concurrent reconciles (default ${CONTROLLER_DEFAULTS.workers})
-  --resync-period DURATION          full resync (default ${CONTROLLER_DEFAULTS.resyncPeriod})
-  --combined-min-interval DURATION  least time between two writes that change a CONNECT listener
-                                    (rules and matcher forms: every write; ecds: its listener
-                                    parts only); repairs never wait (default ${CONTROLLER_DEFAULTS.combinedMinInterval})
-  --served-check-interval DURATION  every gateway pod's Envoy is read this often (through a port-forward
-                                    to its admin port 15000) to check each ACL shoot's protection is
-                                    served, not only stored; 0s turns the check off (the status then
-                                    says stored only) (default ${CONTROLLER_DEFAULTS.servedCheckInterval})
-  --served-check-max-read-mib N     largest read of one gateway pod (listeners and routes; a
-                                    larger gateway is reported unchecked, not parsed); parsing
-                                    takes about 2.3 times as much heap (default ${CONTROLLER_DEFAULTS.servedCheckMaxReadMiB})
-  --graceful-shutdown-timeout DURATION  on SIGTERM, wait this long for reconciles in flight before
-                                    the lease is released (default 30s)
-  --log-level LEVEL                 trace|debug|info|warn|error (default info)
-
-  --no-seed-webhook                 the seed webhook is not installed: the leader deletes the
-                                    MutatingWebhookConfiguration gardener-acl an earlier install in
-                                    managed mode made (only one with the certificate manager's labels)
-
-Seed webhook certificates (the leader keeps them; off unless the namespace is given):
-  --webhook-certificates-namespace NS  CA and serving certificate in Secrets gardener-acl-webhook-ca
-                                    and gardener-acl-webhook-tls of NS (the webhook Pods mount the
-                                    latter), renewed at 80 % of their lifetime; the caBundle of the
-                                    MutatingWebhookConfiguration gardener-acl kept current
-  --webhook-service NAME.NAMESPACE[:PORT]  the webhook's Service (default port 443)
-  --webhook-url URL                 instead of --webhook-service: the URL the API server calls
-  --webhook-config-owner CLUSTERROLE  owner of the configuration, so it goes with the installation
-  --webhook-timeout-seconds N       1-30 (default 10)
-  --controller-username USER        this controller's user; its writes of combined filters skip the webhook
-  --webhook-ca-validity DURATION    default 30d
-  --webhook-cert-validity DURATION  default 30d`;
+${flagLines(CONTROLLER_FLAGS, 36)}`;
 
 export const REGISTRATION_USAGE = `usage: gardener-acl registration [options]
 
@@ -133,72 +89,20 @@ as helm.rawChart (packed here, deterministically; Helm is not needed). With --op
 a gardener-operator Extension (operator.gardener.cloud/v1alpha1) instead, which refers to the
 charts pushed to an OCI registry.
 
-  --name NAME                     object names (default acl)
-  --chart DIR                     seed chart directory (default: charts/gardener-acl of this installation)
-  --image-repository REPO         image.repository value (with --operator: of the admission chart too)
-  --image-tag TAG                 image.tag value (with --operator: of the admission chart too)
-  --values FILE                   YAML map of further chart values (merged under the flags above)
-  --policy POLICY                 OnDemand|Always|AlwaysExceptNoShoots (default OnDemand)
-  --output yaml|json              (default yaml)
-  --operator                      print the gardener-operator Extension
-  --chart-ref REF                 --operator: OCI ref of the seed chart
-  --admission-chart-ref REF       --operator: OCI ref of the admission chart
-  --admission-namespace NS        --operator: runtime namespace of the admission server (default garden)
-  --admission-values FILE         --operator: YAML map of admission chart values (the image flags
-                                  above and the registration/TLS values are merged over it)
-  --admission-ca-bundle FILE      --operator: PEM CA of an existing admission TLS Secret (e.g. from
-                                  cert-manager); without it the admission server keeps its own
-                                  certificates and registration (webhook.tls.mode managed)
-  --admission-tls-secret NAME     --operator, with --admission-ca-bundle: kubernetes.io/tls Secret of
-                                  the admission server (default gardener-acl-admission-tls)
+${flagLines(REGISTRATION_FLAGS, 34)}
 Exit codes: 0 ok, 2 invalid input.`;
 
 export const WEBHOOK_USAGE = `usage: gardener-acl webhook [options]
 
 Serves the admission webhooks over HTTPS: /mutate-envoyfilter (seed) and /validate-shoot (garden).
 
-  --webhooks LIST              envoyfilter,shoot (default both); envoyfilter needs seed access
-  --kubeconfig PATH            seed kubeconfig for the caches (default: $KUBECONFIG, else in-cluster)
-  --config PATH                OperatorConfiguration YAML (default: built-in defaults)
-  --host ADDRESS               listen address (default 0.0.0.0)
-  --port PORT                  HTTPS port (default 9443)
-  --cert-dir DIR               tls.crt and tls.key, reloaded on change (default $TMPDIR/k8s-webhook-server/serving-certs)
-  --cert-poll-interval DURATION  also re-read the pair this often (default 10s)
-  --self-signed                generate a CA and serving certificate instead of reading --cert-dir
-  --service NAME.NAMESPACE     Service the API server calls (SANs of the self-signed certificate)
-  --ca-out PATH                write the self-signed CA (the caBundle) to PATH
-  --probe-port PORT            plain HTTP /healthz, /readyz, /metrics (default 8081)
-  --shutdown-delay DURATION    on SIGTERM, answer /readyz 503 and keep serving this long before the
-                               listener closes, so the endpoint is unpublished while requests still
-                               succeed (default 10s; keep it below terminationGracePeriodSeconds)
-  --controller-username USER   the controller's authenticated user (e.g. system:serviceaccount:garden:gardener-acl);
-                               its writes of combined filters pass unchanged, everyone else's are refused
-  --log-level LEVEL            trace|debug|info|warn|error (default info)
-
-Certificates managed in-process (e.g. the garden admission; every replica may run it):
-  --certificates-namespace NS  CA and serving certificate in Secrets NAME-ca and NAME-tls of NS
-                               (the --kubeconfig cluster), renewed at 80 % of their lifetime; the
-                               stored pair is written into --cert-dir; the webhook configurations
-                               (named gardener-acl) are created with a current caBundle
-  --certificates-name NAME     default gardener-acl-admission
-  --register-url URL           the URL the API server calls (instead of --service)
-  --webhook-config-kubeconfig PATH  the API server whose configurations these are (default:
-                               $GARDEN_KUBECONFIG, which gardener-operator injects, else --kubeconfig)
-  --webhook-config-owner CLUSTERROLE  owner of the configurations there, so they go with the installation
-  --timeout-seconds N          1-30 (default 10)
-  --ca-validity DURATION       default 30d
-  --cert-validity DURATION     default 30d`;
+${flagLines(WEBHOOK_FLAGS, 31)}`;
 
 export const WEBHOOK_CONFIG_USAGE = `usage: gardener-acl webhook-config (--url URL | --service NAME.NAMESPACE[:PORT]) --ca-bundle-file PATH [options]
 
 Prints the MutatingWebhookConfiguration and ValidatingWebhookConfiguration as YAML.
 
-  --webhooks LIST              envoyfilter,shoot (default both)
-  --timeout-seconds N          1-30 (default 10)
-  --controller-username NAME   exempt this user's (the controller's) writes of combined filters
-                               (the name the other commands use; --controller-user is accepted too)
-  --legacy-proxy-port N        the legacy apiserver-proxy port whose Gardener filters the webhook
-                               patches (OperatorConfiguration legacyProxyPort; default 8443)`;
+${flagLines(WEBHOOK_CONFIG_FLAGS, 31)}`;
 
 export const COMPLETION_SHELLS = ['bash', 'zsh'] as const;
 

@@ -2,6 +2,7 @@
 // manifest they are about to apply (or in CI) and gets the webhook's own verdict and texts; an
 // Extension object gets the controller's check of its providerConfig.
 import { z } from 'zod';
+import { operatorSettingsSchema } from '../acl/operator-settings.js';
 import { parseProviderConfig } from '../acl/provider-config.js';
 import { formatFieldErrors } from '../acl/field-errors.js';
 import { EXTENSION_TYPE } from '../gardener/seed-acl.js';
@@ -9,9 +10,24 @@ import { formatProblem, objectRef, type Problem } from '../gardener/problems.js'
 import { readShootManifest } from '../gardener/shoot-manifest.js';
 import { validateShoot } from '../webhook/shoot-validator.js';
 import { argsUsageError, parseCommandArgs, usageError } from './command-args.js';
+import { flagLines, flagsSchema, parseOptions, type FlagTable } from './flag-table.js';
 import { loadDocuments } from './load-documents.js';
 import { loadOperatorConfigFile, operatorConfigAmong } from './operator-config-file.js';
 import type { CommandIO } from './command-io.js';
+
+const VALIDATE_FLAGS = {
+  config: { value: 'operator.yaml', help: "an OperatorConfiguration whose maxCIDRs bounds the rules (e.g. the admission chart's)", schema: z.string().optional() },
+  'max-cidrs': {
+    value: 'N',
+    defaultText: `an OperatorConfiguration's among the FILEs, else ${operatorSettingsSchema.parse({}).maxCIDRs}`,
+    help: 'the most ranges one rule may list',
+    schema: z
+      .string()
+      .regex(/^[1-9]\d{0,4}$/, { error: (i) => `--max-cidrs must be a whole number from 1 to 99999, not ${JSON.stringify(i.input)}` })
+      .transform(Number)
+      .optional(),
+  },
+} as const satisfies FlagTable;
 
 export const VALIDATE_USAGE = `usage: gardener-acl validate [--config operator.yaml | --max-cidrs N] FILE...
 
@@ -21,15 +37,12 @@ FILE may be a file, a directory or - (stdin); multi-document files and kind: Lis
 The limit on ranges per rule is the operator's maxCIDRs: from --config (an OperatorConfiguration,
 e.g. the admission chart's), --max-cidrs, an OperatorConfiguration among the FILEs, or the default.
 Exit codes: 0 every object would be admitted (warnings may be printed), 1 some object would be
-refused, 2 invalid input (unreadable file, nothing to check, bad flags).`;
+refused, 2 invalid input (unreadable file, nothing to check, bad flags).
 
-const argsSchema = z.object({
-  config: z.string().optional(),
-  'max-cidrs': z
-    .string()
-    .regex(/^[1-9]\d{0,4}$/, { error: (i) => `--max-cidrs must be a whole number from 1 to 99999, not ${JSON.stringify(i.input)}` })
-    .transform(Number)
-    .optional(),
+${flagLines(VALIDATE_FLAGS, 28)}`;
+
+
+const argsSchema = flagsSchema(VALIDATE_FLAGS).extend({
   files: z.array(z.string()).min(1, { error: 'give at least one FILE (a Shoot manifest, a directory, or - for stdin)' }),
 });
 
@@ -58,7 +71,7 @@ function checkObject(object: unknown, source: string, maxCidrs: number): { reado
 }
 
 export async function validateCommand(argv: readonly string[], io: CommandIO): Promise<number> {
-  const parsed = parseCommandArgs(argv, io, VALIDATE_USAGE, { config: { type: 'string' }, 'max-cidrs': { type: 'string' } }, { allowPositionals: true });
+  const parsed = parseCommandArgs(argv, io, VALIDATE_USAGE, parseOptions(VALIDATE_FLAGS), { allowPositionals: true });
   if ('exitCode' in parsed) return parsed.exitCode;
   const args = argsSchema.safeParse({ ...parsed.values, files: parsed.positionals });
   if (!args.success) return argsUsageError(io, VALIDATE_USAGE, args.error.issues, 'message-only');

@@ -1,6 +1,5 @@
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { parseTechnicalID } from '../acl/shoot-identity.js';
 import { formatProblem } from '../gardener/problems.js';
 import { describeError } from '../kube/errors.js';
 import { readEnvoyAdmin, readyGatewayPods } from '../served/gateway-admin.js';
@@ -10,28 +9,15 @@ import type { SeedAcl } from '../acl/model.js';
 import { loadKubeConfig } from './kubeconfig.js';
 import { argsUsageError, parseCommandArgs, usageError } from './command-args.js';
 import type { CommandIO } from './command-io.js';
-import { SEED_INPUT_FLAGS, loadSeedModel, seedInputsProblem, shootsNamed } from './seed-inputs.js';
+import { flagsSchema, parseOptions } from './flag-table.js';
+import { loadSeedModel, seedInputsProblem, shootsNamed } from './seed-inputs.js';
+import { VERIFY_FLAGS } from './verify-flags.js';
 import { VERIFY_USAGE } from './usage-texts.js';
 
 // The text lives in usage-texts.ts, which --help and completion read without loading this module.
 export { VERIFY_USAGE };
 
-const argsSchema = z.object({
-  'config-dump': z.string().optional(),
-  'admin-url': z.url({ error: (i) => `--admin-url ${JSON.stringify(i.input)} is not a URL; write e.g. http://127.0.0.1:15000` }).optional(),
-  gateway: z.string().optional(),
-  shoot: z
-    .array(
-      z.string().refine((id) => parseTechnicalID(id) !== undefined, {
-        error: (issue) => `--shoot ${JSON.stringify(issue.input)} is not a technical ID; write shoot--<project>--<name> (or the legacy shoot-<project>--<name>)`,
-      }),
-    )
-    .optional(),
-  output: z.enum(['text', 'json'], { error: (i) => `--output must be text or json, not ${JSON.stringify(i.input)}` }),
-  kubeconfig: z.string().optional(),
-  config: z.string().optional(),
-  paths: z.array(z.string()),
-});
+const argsSchema = flagsSchema(VERIFY_FLAGS).extend({ paths: z.array(z.string()) });
 
 const DUMP_TIMEOUT_MS = 60_000;
 
@@ -66,19 +52,7 @@ function formatText(report: ServedReport): string {
 }
 
 export async function verifyCommand(argv: readonly string[], io: CommandIO): Promise<number> {
-  const parsed = parseCommandArgs(
-    argv,
-    io,
-    VERIFY_USAGE,
-    {
-      'config-dump': { type: 'string' },
-      'admin-url': { type: 'string' },
-      gateway: { type: 'string' },
-      shoot: { type: 'string', multiple: true },
-      ...SEED_INPUT_FLAGS,
-    },
-    { allowPositionals: true },
-  );
+  const parsed = parseCommandArgs(argv, io, VERIFY_USAGE, parseOptions(VERIFY_FLAGS), { allowPositionals: true });
   if ('exitCode' in parsed) return parsed.exitCode;
   const args = argsSchema.safeParse({ ...parsed.values, paths: parsed.positionals });
   if (!args.success) return argsUsageError(io, VERIFY_USAGE, args.error.issues, 'message-only');

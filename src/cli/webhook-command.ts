@@ -2,7 +2,6 @@
 // registration objects (MutatingWebhookConfiguration for EnvoyFilters on the seed,
 // ValidatingWebhookConfiguration for Shoots in the garden).
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino, type Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
@@ -20,8 +19,8 @@ import { argsUsageError, parseCommandArgs } from './command-args.js';
 import { startProbeServer } from './probe-server.js';
 import { STUCK_CACHE_MS } from './probe-thresholds.js';
 import type { CommandIO } from './command-io.js';
-import { durationMs } from './duration.js';
-import { serviceRef } from './service-ref.js';
+import { flagsSchema, parseOptions } from './flag-table.js';
+import { WEBHOOK_CONFIG_FLAGS, WEBHOOK_FLAGS } from './webhook-flags.js';
 import { loadKubeConfig } from './kubeconfig.js';
 import { loadOperatorConfigFile } from './operator-config-file.js';
 import { WEBHOOK_CONFIG_USAGE, WEBHOOK_USAGE } from './usage-texts.js';
@@ -32,38 +31,7 @@ export { WEBHOOK_USAGE };
 // The text lives in usage-texts.ts, which --help and completion read without loading this module.
 export { WEBHOOK_CONFIG_USAGE };
 
-const WEBHOOK_NAMES = ['envoyfilter', 'shoot'] as const;
-const webhookList = z
-  .string()
-  .transform((s) => s.split(',').map((w) => w.trim()).filter(Boolean))
-  .pipe(z.array(z.enum(WEBHOOK_NAMES, { error: `each webhook must be one of ${WEBHOOK_NAMES.join(', ')}` })).min(1));
-const port = (flag: string) => z.coerce.number({ error: `${flag} must be a port number` }).int().min(0).max(65535);
-
-const serveArgs = z
-  .object({
-    webhooks: webhookList,
-    kubeconfig: z.string().optional(),
-    config: z.string().optional(),
-    host: z.string().min(1),
-    port: port('--port'),
-    'cert-dir': z.string().min(1),
-    'cert-poll-interval': durationMs,
-    'self-signed': z.boolean().optional(),
-    service: serviceRef.optional(),
-    'ca-out': z.string().optional(),
-    'probe-port': port('--probe-port'),
-    'shutdown-delay': durationMs,
-    'controller-username': z.string().min(1, { error: '--controller-username must not be empty' }).optional(),
-    'log-level': z.enum(['trace', 'debug', 'info', 'warn', 'error']),
-    'certificates-namespace': z.string().min(1).optional(),
-    'certificates-name': z.string().regex(/^[a-z0-9]([-a-z0-9]{0,58}[a-z0-9])?$/, { error: 'must be a DNS label of at most 60 characters' }),
-    'register-url': z.url({ protocol: /^https$/, error: '--register-url must be an https:// URL' }).optional(),
-    'webhook-config-kubeconfig': z.string().min(1).optional(),
-    'webhook-config-owner': z.string().min(1).optional(),
-    'timeout-seconds': z.coerce.number().int().min(1).max(30),
-    'ca-validity': durationMs,
-    'cert-validity': durationMs,
-  })
+const serveArgs = flagsSchema(WEBHOOK_FLAGS)
   .refine((a) => !a['ca-out'] || a['self-signed'], { error: '--ca-out needs --self-signed', path: ['ca-out'] })
   .refine((a) => !(a['self-signed'] && a['certificates-namespace']), { error: 'give --self-signed or --certificates-namespace, not both', path: ['certificates-namespace'] })
   .refine((a) => !a['certificates-namespace'] || (a.service === undefined) !== (a['register-url'] === undefined), {
@@ -71,17 +39,7 @@ const serveArgs = z
     path: ['certificates-namespace'],
   });
 
-const configArgs = z
-  .object({
-    url: z.url({ protocol: /^https$/, error: '--url must be an https:// URL' }).optional(),
-    service: serviceRef.optional(),
-    'ca-bundle-file': z.string({ error: '--ca-bundle-file is required' }).min(1),
-    webhooks: webhookList,
-    'timeout-seconds': z.coerce.number().int().min(1).max(30),
-    'controller-username': z.string().min(1, { error: '--controller-username must not be empty' }).optional(),
-    'controller-user': z.string().min(1, { error: '--controller-user must not be empty' }).optional(),
-    'legacy-proxy-port': port('--legacy-proxy-port').min(1),
-  })
+const configArgs = flagsSchema(WEBHOOK_CONFIG_FLAGS)
   .refine((a) => (a.url === undefined) !== (a.service === undefined), { error: 'give exactly one of --url and --service' })
   .refine((a) => a['controller-user'] === undefined || a['controller-username'] === undefined || a['controller-user'] === a['controller-username'], {
     error: '--controller-user and --controller-username name the same flag; give one',
@@ -137,30 +95,7 @@ async function certificateSource(a: z.output<typeof serveArgs>): Promise<Certifi
 }
 
 export async function webhookCommand(argv: readonly string[], io: CommandIO): Promise<number> {
-  const parsed = parseCommandArgs(argv, io, WEBHOOK_USAGE, {
-    webhooks: { type: 'string', default: WEBHOOK_NAMES.join(',') },
-    kubeconfig: { type: 'string' },
-    config: { type: 'string' },
-    host: { type: 'string', default: '0.0.0.0' },
-    port: { type: 'string', default: '9443' },
-    'cert-dir': { type: 'string', default: path.join(tmpdir(), 'k8s-webhook-server', 'serving-certs') },
-    'cert-poll-interval': { type: 'string', default: '10s' },
-    'self-signed': { type: 'boolean' },
-    service: { type: 'string' },
-    'ca-out': { type: 'string' },
-    'probe-port': { type: 'string', default: '8081' },
-    'shutdown-delay': { type: 'string', default: '10s' },
-    'controller-username': { type: 'string' },
-    'log-level': { type: 'string', default: 'info' },
-    'certificates-namespace': { type: 'string' },
-    'certificates-name': { type: 'string', default: 'gardener-acl-admission' },
-    'register-url': { type: 'string' },
-    'webhook-config-kubeconfig': { type: 'string' },
-    'webhook-config-owner': { type: 'string' },
-    'timeout-seconds': { type: 'string', default: '10' },
-    'ca-validity': { type: 'string', default: '30d' },
-    'cert-validity': { type: 'string', default: '30d' },
-  });
+  const parsed = parseCommandArgs(argv, io, WEBHOOK_USAGE, parseOptions(WEBHOOK_FLAGS));
   if ('exitCode' in parsed) return parsed.exitCode;
   const args = serveArgs.safeParse(parsed.values);
   if (!args.success) return argsUsageError(io, WEBHOOK_USAGE, args.error.issues);
@@ -250,16 +185,7 @@ export async function webhookCommand(argv: readonly string[], io: CommandIO): Pr
 }
 
 export async function webhookConfigCommand(argv: readonly string[], io: CommandIO): Promise<number> {
-  const parsed = parseCommandArgs(argv, io, WEBHOOK_CONFIG_USAGE, {
-    url: { type: 'string' },
-    service: { type: 'string' },
-    'ca-bundle-file': { type: 'string' },
-    webhooks: { type: 'string', default: WEBHOOK_NAMES.join(',') },
-    'timeout-seconds': { type: 'string', default: '10' },
-    'controller-username': { type: 'string' },
-    'controller-user': { type: 'string' },
-    'legacy-proxy-port': { type: 'string', default: '8443' },
-  });
+  const parsed = parseCommandArgs(argv, io, WEBHOOK_CONFIG_USAGE, parseOptions(WEBHOOK_CONFIG_FLAGS));
   if ('exitCode' in parsed) return parsed.exitCode;
   const args = configArgs.safeParse(parsed.values);
   if (!args.success) return argsUsageError(io, WEBHOOK_CONFIG_USAGE, args.error.issues);

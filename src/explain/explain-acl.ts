@@ -3,28 +3,14 @@
 // so that a test can hold it against what the real Envoy decides.
 import { tunnelHopServed } from '../rbac/seed-envoy-filters.js';
 import { vpnDestinationsNamed } from '../rbac/shared-tunnel-hop.js';
-import { cidrContainsAddress, formatAddress, formatCidr, parseIpv4, parseIpv6, type Cidr, type IpFamily } from '../acl/cidr.js';
+import { cidrContainsAddress, formatAddress, formatCidr, type Cidr, type IpFamily } from '../acl/cidr.js';
 import type { SeedAcl, ShootAcl } from '../acl/model.js';
 import { isMatcherForm, type CombinedFormName } from '../acl/operator-settings.js';
 import type { AclRule } from '../acl/acl-rule.js';
 import { destinationForms, parseTechnicalID } from '../acl/shoot-identity.js';
+import { EXPLAIN_PATHS, type ClientAddress, type ExplainPath } from './client-address.js';
 
-export const EXPLAIN_PATHS = ['api', 'connect', 'observability', 'legacy'] as const;
-export type ExplainPath = (typeof EXPLAIN_PATHS)[number];
-
-export interface ClientAddress {
-  readonly family: IpFamily;
-  readonly value: bigint;
-  /** As the user wrote it. */
-  readonly text: string;
-}
-
-export function parseClientAddress(text: string): ClientAddress | undefined {
-  const trimmed = text.trim();
-  const value = trimmed.includes(':') ? parseIpv6(trimmed) : parseIpv4(trimmed);
-  if (value === undefined) return undefined;
-  return { family: trimmed.includes(':') ? 6 : 4, value, text: trimmed };
-}
+export { EXPLAIN_PATHS, parseClientAddress, type ClientAddress, type ExplainPath } from './client-address.js';
 
 /** One client has one verdict: an IPv4-mapped IPv6 address is that IPv4 client. */
 function canonical(a: ClientAddress): { readonly family: IpFamily; readonly value: bigint; readonly label: string } {
@@ -114,7 +100,7 @@ export function mentionsOf(
 }
 
 /**
- * The shoot a header's value names for the matcher form (README "Combined filter forms"), read
+ * The shoot a header's value names for the matcher form (docs/operators/combined-forms.md), read
  * from the start of the value (a repeated header's values joined with ","), where Envoy's route
  * finds the cluster name: an Istio cluster name of a service in the shoot's namespace, or the
  * shoot's socket, spelled exactly (cluster names are case-sensitive).
@@ -208,7 +194,7 @@ function connectVerdicts(req: ExplainRequest, shoot: ShootAcl | undefined, direc
     const prefix = self ? '' : `no protected header mentions ${req.technicalID}; `;
     verdict = decided({ admitted: parts.every((p) => p.d.admitted), admittedByRule: parts.every((p) => p.d.admittedByRule) });
     reason = parts.length === 0 ? `${prefix}no protected header mentions a shoot with an ACL` : `${prefix}${parts.map((p) => p.text).join('; ')}${parts.length > 1 ? ' (every targeted shoot must admit)' : ''}`;
-    // After the ACL filters, the tunnel hop's entry refuses a request naming two VPN servers (README "Revocation").
+    // After the ACL filters, the tunnel hop's entry refuses a request naming two VPN servers (docs/operators/revocation.md).
     const vpn = tunnelHopServed(seed) ? vpnDestinationsNamed(req.headers, protectedHeaders) : [];
     if (verdict.verdict === 'admitted' && vpn.length > 1) {
       verdict = { verdict: 'refused' };

@@ -1,6 +1,6 @@
 // ECDS delivery of the matcher form. An ACL change must not change a listener: Envoy drains every
 // connection of a changed filter chain, which on the CONNECT listeners is every tunnel of every
-// shoot (docs/envoy-listener-updates.md). So the listeners carry only fixed content: per port the
+// shoot (docs/developers/envoy-listener-updates.md). So the listeners carry only fixed content: per port the
 // extraction and, for a fixed number of buckets, HTTP filters whose config Envoy fetches by name
 // through ECDS. The shoots' leaves travel in the bucket objects (EnvoyFilter EXTENSION_CONFIG
 // patches); changing one rewrites one bucket's resource and no listener.

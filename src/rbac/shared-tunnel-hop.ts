@@ -1,5 +1,5 @@
 // The shared tunnel hop: what lets a tightened ACL close the shoot's established VPN tunnels at a
-// cost that fits thousands of ACL shoots (README "Revocation"). Envoy closes an established tunnel
+// cost that fits thousands of ACL shoots (docs/operators/revocation.md). Envoy closes an established tunnel
 // only when it drains the filter chain the tunnel runs through; the per-shoot hop (tunnel-hop.ts)
 // gives every shoot a listener of its own (~134 KiB per shoot and gateway). Here every VPN tunnel
 // runs through one of a fixed number of shared internal listeners, where each ACL shoot has a

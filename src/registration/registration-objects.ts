@@ -6,7 +6,7 @@ export type DeploymentPolicy = 'OnDemand' | 'Always' | 'AlwaysExceptNoShoots';
 export type HelmValues = Record<string, unknown>;
 
 // The ACL is opt-in per shoot, hence no autoEnable. The lifecycle keeps the filters in place for
-// as long as the API server can be reached (README "Lifecycle"): reconcile before the
+// as long as the API server can be reached (docs/operators/lifecycle.md): reconcile before the
 // kube-apiserver is deployed (gardenlet scales it down before such extensions on hibernation),
 // delete and migrate after it is gone (docs/extensions/registration.md of gardener/gardener).
 const RESOURCE = {

@@ -9,7 +9,7 @@ import path from 'node:path';
 type Schema = Readonly<Record<string, unknown>>;
 
 /** Keywords that constrain a value. */
-const CHECKED = new Set(['type', 'enum', 'const', 'pattern', 'minimum', 'maximum', 'minLength', 'maxLength', 'minItems', 'required', 'properties', 'additionalProperties', 'items', '$ref', 'allOf', 'if', 'then']);
+const CHECKED = new Set(['type', 'enum', 'const', 'pattern', 'minimum', 'maximum', 'minLength', 'maxLength', 'minItems', 'maxItems', 'required', 'properties', 'additionalProperties', 'items', '$ref', 'allOf', 'if', 'then']);
 /** Keywords that only annotate. */
 const ANNOTATIONS = new Set(['$schema', 'title', 'description', 'definitions', 'default', 'examples']);
 
@@ -83,6 +83,7 @@ export function valuesSchemaErrors(value: unknown, schema: Schema, root: Schema 
   if (typeof value === 'string' && typeof schema['maxLength'] === 'number' && value.length > schema['maxLength']) errors.push(`${where}: must be at most ${schema['maxLength']} characters long, not ${value.length}`);
   if (Array.isArray(value)) {
     if (typeof schema['minItems'] === 'number' && value.length < schema['minItems']) errors.push(`${where}: must list at least ${schema['minItems']}`);
+    if (typeof schema['maxItems'] === 'number' && value.length > schema['maxItems']) errors.push(`${where}: must list at most ${schema['maxItems']}, not ${value.length}`);
     if (isObject(schema['items'])) value.forEach((item, i) => errors.push(...valuesSchemaErrors(item, schema['items'] as Schema, root, `${at}[${i}]`)));
   }
   if (isObject(value)) {

@@ -60,7 +60,7 @@ describe('exposure warnings', () => {
     if (!result.ok) throw new Error('refused');
     expect(result.rule.mode).toBe('audit');
     expect(result.warnings.map((w) => `${w.path}: ${w.message}`)).toEqual([
-      `${P}.rule.mode: is audit: this ACL refuses no connection, Envoy only counts the ones it would refuse (README "Trying an ACL safely"); set mode enforce, or remove it, to enforce the rule`,
+      `${P}.rule.mode: is audit: this ACL refuses no connection, Envoy only counts the ones it would refuse (docs/owners/trying-an-acl-safely.md); set mode enforce, or remove it, to enforce the rule`,
       ONLY('IPv4', 'IPv6'),
     ]);
   });

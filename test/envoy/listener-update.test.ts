@@ -9,7 +9,7 @@
 // On the SNI listener every shoot has its own chain, except the shared observability wildcard
 // chain, where our per-shoot filters all sit. A third variant serves the combined CONNECT policies
 // through ECDS (file-based here; Istio: an EXTENSION_CONFIG patch), which leaves the listeners, and
-// so the tunnels, untouched. Findings: docs/envoy-listener-updates.md.
+// so the tunnels, untouched. Findings: docs/developers/envoy-listener-updates.md.
 
 import { performance } from 'node:perf_hooks';
 import { Duplex } from 'node:stream';

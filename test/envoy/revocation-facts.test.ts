@@ -1,5 +1,5 @@
 // Which config change closes the HTTP-CONNECT tunnels a client already has open to one shoot (A),
-// without touching another shoot's (B)? README "Revocation" decides on the answer: a tightened ACL
+// without touching another shoot's (B)? docs/operators/revocation.md decides on the answer: a tightened ACL
 // delivered through ECDS stops new tunnels at once, but established tunnels keep the verdict they
 // got, because nothing short of a per-shoot "hop" was found to close exactly one shoot's tunnels.
 // That decision rests on facts about Envoy, not about our code, so they are pinned here on both

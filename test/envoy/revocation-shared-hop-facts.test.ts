@@ -1,6 +1,6 @@
 // Research facts behind the shared tunnel hop, the product's revocation since it became the
 // default (src/rbac/shared-tunnel-hop.ts, which uses the Lua route on both versions and the SNI
-// pool key; README "Revocation";
+// pool key; docs/operators/revocation.md;
 // revocation-facts.test.ts pins why only a drained filter chain closes an established tunnel):
 // ONE shared internal listener whose filter chains are selected per shoot, entered through ONE
 // shared door cluster, with Gardener's routes and clusters left as they are.

@@ -166,7 +166,7 @@ describe('the Shoot webhook behind the real gardener-apiserver', () => {
   it('audit mode is stored with a warning that nothing is refused; an unknown mode is refused with the fix (issue 14 point 1)', async () => {
     const audit = await createShoot(kc, shoot('audit', { rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['203.0.113.0/24', '2001:db8::/32'], mode: 'audit' } }));
     expect(audit).toMatchObject({ status: 201, warnings: [
-      'spec.extensions[0].providerConfig.rule.mode: is audit: this ACL refuses no connection, Envoy only counts the ones it would refuse (README "Trying an ACL safely"); set mode enforce, or remove it, to enforce the rule',
+      'spec.extensions[0].providerConfig.rule.mode: is audit: this ACL refuses no connection, Envoy only counts the ones it would refuse (docs/owners/trying-an-acl-safely.md); set mode enforce, or remove it, to enforce the rule',
     ] });
     const shadow = await createShoot(kc, shoot('shadow', { rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['203.0.113.0/24'], mode: 'shadow' } }));
     expect(shadow.status).toBe(422);

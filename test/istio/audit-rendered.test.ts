@@ -21,7 +21,7 @@ const era = ERAS[ERA_NAMES[ERA_NAMES.length - 1]!];
 const AUDITED = 'shoot--p--foo';
 const ENFORCED = 'shoot--bar--a';
 const DENIED_BY_BAR = CLIENTS.find((c) => c.label === 'denied by bar--a, IPv4')!;
-// The access-log fields README "Trying an ACL safely" documents, in an operator's mesh config
+// The access-log fields docs/operators/audit-mode.md documents, in an operator's mesh config
 // (Gardener's sets only accessLogFile; Istio's default format has no RBAC metadata).
 const AUDIT_LOG_FORMAT = 'audit connect=%DYNAMIC_METADATA(envoy.filters.http.rbac:shadow_effective_policy_id)% tcp=%DYNAMIC_METADATA(envoy.filters.network.rbac:shadow_effective_policy_id)% client=%DOWNSTREAM_REMOTE_ADDRESS%\n';
 const meshConfig = (accessLog: string) => `accessLogFile: "${accessLog}"\naccessLogFormat: ${JSON.stringify(AUDIT_LOG_FORMAT)}\ningressControllerMode: "OFF"\n`;
@@ -105,8 +105,8 @@ describe(`audit mode through Istio's rendering (Gardener ${era.name} seed)`, () 
 
 // The CONNECT field of the access log, in the rules form with one shard: the only form in which one
 // HTTP RBAC filter decides a CONNECT. In the default form every bucket's filter runs for every
-// protected header and the last one with an audited shoot writes the field (README "Trying an ACL
-// safely": there the per-shoot counters are the record; tested above on the default form).
+// protected header and the last one with an audited shoot writes the field
+// (docs/operators/audit-mode.md: there the per-shoot counters are the record; tested above on the default form).
 describe(`audit mode in the access log, combinedForm rules (Gardener ${era.name} seed)`, () => {
   let gateway: IstioGateway;
   let accessLog: string;

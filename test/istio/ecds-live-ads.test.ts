@@ -10,7 +10,7 @@
 // - Listener delivery (the policies patched into the HTTP connection manager; the control): the
 //   same change changes both CONNECT listeners, and every open tunnel is closed at the end of the
 //   drain time, which shows the count can fail.
-// Both on Envoy 1.40 and 1.37 (Istio 1.29's). Numbers are logged for docs/envoy-listener-updates.md.
+// Both on Envoy 1.40 and 1.37 (Istio 1.29's). Numbers are logged for docs/developers/envoy-listener-updates.md.
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultOperatorConfig } from '../../src/config/operator-config.js';

@@ -6,7 +6,7 @@
 //   and one RBAC filter per protected header and shard whose `matcher` holds an exact-match map
 //   over every ACL shoot; no RBAC filter there is empty (a field Istio dropped would show here);
 // - the conformance matrix is decided as docs/design.md section 3 says, reading "targets S" as the
-//   matcher form does (a routable first value of a protected header; README "Combined filter forms").
+//   matcher form does (a routable first value of a protected header; docs/operators/combined-forms.md).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultOperatorConfig } from '../../src/config/operator-config.js';
 import { CANONICAL_ADDRESS, HEADER_TO_METADATA_TYPE, MATCHER_DROPPED_POLICY, ROUTABLE_DESTINATION } from '../../src/rbac/connect-matcher.js';

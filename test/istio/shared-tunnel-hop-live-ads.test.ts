@@ -1,4 +1,4 @@
-// The shared tunnel hop (src/rbac/shared-tunnel-hop.ts, README "Revocation"; tunnelRevocation hop,
+// The shared tunnel hop (src/rbac/shared-tunnel-hop.ts, docs/operators/revocation.md; tunnelRevocation hop,
 // the default), proven live: a real Envoy takes its whole configuration over delta ADS from Istio's
 // own discovery server for the default gateway of a Gardener 1.145 seed with the ECDS form (4
 // buckets, so that the test seed's shoots share buckets), the product's objects as generated, the

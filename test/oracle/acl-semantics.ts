@@ -126,7 +126,7 @@ export function connectAdmitted(
 }
 
 /**
- * With the tunnel hop (README "Revocation", `tunnelRevocation: hop`), what the ACL admits is also
+ * With the tunnel hop (docs/operators/revocation.md, `tunnelRevocation: hop`), what the ACL admits is also
  * refused when the first values of the protected headers (names without case) name two different
  * VPN servers (`outbound|1194||vpn-seed-server[-0..4].<namespace>.svc.cluster.local`): the hop
  * forwards to one destination, and the route may take either header.

@@ -489,7 +489,7 @@ function rbacFilter(where: string, config: JsonRecord, behaviour: EnvoyBehaviour
 // A bucket is named once per protected header, on every port and gateway: compile each stored config once per Envoy.
 const compiled = new WeakMap<object, Map<EnvoyBehaviour, FilterRun>>();
 
-/** The VPN servers of a shoot as a CONNECT names them (the hop entry's reading, README "Revocation"). */
+/** The VPN servers of a shoot as a CONNECT names them (the hop entry's reading, docs/operators/revocation.md). */
 const VPN_DESTINATION = /^outbound\|1194\|\|vpn-seed-server(?:-[0-4])?\.[a-z0-9-]+\.svc\.cluster\.local$/;
 
 /**

@@ -1,4 +1,4 @@
-// The capacity the README states for the default form (48 buckets of 512 KiB), held to the
+// The capacity docs/operators/ecds-delivery.md states for the default form (48 buckets of 512 KiB), held to the
 // planner: for 2, 10 and 50 CIDRs per shoot, that many shoots all fit a bucket and one more leaves
 // a shoot out (bench/ecds-capacity.ts finds the figures; same shoots, test/support/capacity-shoots.ts).
 import { describe, expect, it } from 'vitest';

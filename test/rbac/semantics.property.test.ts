@@ -1,6 +1,6 @@
 // Property tests: over random seeds, rules, clients and header combinations, the generated
 // filters decide exactly as docs/design.md section 3 says (the oracle; with the tunnel hop of the default,
-// also its refusal of two VPN servers, README "Revocation"), on every path, in every form of the
+// also its refusal of two VPN servers, docs/operators/revocation.md), on every path, in every form of the
 // combined CONNECT filters (each against its own reading of "targets S"), as the oracle's model of
 // Envoy 1.37 and 1.40 runs them (test/oracle/envoy-chain-evaluator.ts, calibrated on the real
 // Envoys by test/envoy/oracle-vs-envoy.test.ts). The matcher forms also when damaged as Envoy could

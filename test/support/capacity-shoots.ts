@@ -1,5 +1,5 @@
 // Shoots as a seed has them, for the ECDS capacity figures (bench/ecds-capacity.ts and the test that
-// holds the README to them): each ALLOW with `cidrs` ranges (four in five IPv4 /28s, one in five an
+// holds docs/operators/ecds-delivery.md to them): each ALLOW with `cidrs` ranges (four in five IPv4 /28s, one in five an
 // IPv6 /64) and six always-allowed ranges, two of them shared by every shoot (the seed's node and
 // pod ranges) and four its own (its node range and three egress addresses).
 import { parseCidr, type Cidr } from '../../src/acl/cidr.js';
