@@ -8,12 +8,16 @@ export function boundedInt(min: number, max: number, unit?: string) {
   return z.coerce.number({ error: 'must be a number' }).int({ error }).min(min, { error }).max(max, { error });
 }
 
-/** A port to listen on; 0 lets the system choose (the tests do). */
-export const portNumber = z.coerce
-  .number({ error: 'must be a port number' })
-  .int({ error: 'must be a port number from 0 to 65535' })
-  .min(0, { error: 'must be a port number from 0 to 65535' })
-  .max(65535, { error: 'must be a port number from 0 to 65535' });
+/** A port number from `min`; a port to listen on takes 0, which lets the system choose (the tests do). */
+export function portFrom(min: 0 | 1) {
+  const error = `must be a port number from ${min} to 65535`;
+  return z.coerce.number({ error: 'must be a port number' }).int({ error }).min(min, { error }).max(65535, { error });
+}
+
+export const portNumber = portFrom(0);
+
+/** The controller's authenticated user, whose writes of combined filters the webhook lets pass. */
+export const controllerUsername = z.string().min(1, { error: 'must not be empty' }).optional();
 
 export const httpsUrl = z.url({ protocol: /^https$/, error: 'must be an https:// URL' });
 

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { CONTROLLER_DEFAULTS } from '../actuator/controller-defaults.js';
 import { durationMs } from './duration.js';
 import type { FlagTable } from './flag-table.js';
-import { LOG_LEVEL_FLAG, boundedInt, httpsUrl, portNumber } from './common-flags.js';
+import { LOG_LEVEL_FLAG, boundedInt, controllerUsername, httpsUrl, portNumber } from './common-flags.js';
 import { LAGGING_CACHE_MS, STUCK_CACHE_MS } from './probe-thresholds.js';
 import { serviceRef } from './service-ref.js';
 
@@ -68,7 +68,7 @@ export const CONTROLLER_FLAGS = {
   'webhook-url': { value: 'URL', help: 'instead of --webhook-service: the URL the API server calls', schema: httpsUrl.optional(), group: CERTIFICATES },
   'webhook-config-owner': { value: 'CLUSTERROLE', help: 'owner of the configuration, so it goes with the installation', schema: z.string().min(1).optional(), group: CERTIFICATES },
   'webhook-timeout-seconds': { value: 'N', default: '10', help: 'timeoutSeconds of the registration, 1-30', schema: boundedInt(1, 30), group: CERTIFICATES },
-  'controller-username': { value: 'USER', help: "this controller's user; its writes of combined filters skip the webhook", schema: z.string().min(1).optional(), group: CERTIFICATES },
+  'controller-username': { value: 'USER', help: "this controller's user; its writes of combined filters skip the webhook", schema: controllerUsername, group: CERTIFICATES },
   'webhook-ca-validity': { value: 'DURATION', default: '30d', help: 'lifetime of the CA', schema: durationMs, group: CERTIFICATES },
   'webhook-cert-validity': { value: 'DURATION', default: '30d', help: 'lifetime of the serving certificate', schema: durationMs, group: CERTIFICATES },
 } as const satisfies FlagTable;

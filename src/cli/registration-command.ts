@@ -12,7 +12,6 @@ import { flagsSchema, parseOptions } from './flag-table.js';
 import { REGISTRATION_FLAGS, defaultChartDir } from './registration-flags.js';
 import { REGISTRATION_USAGE } from './usage-texts.js';
 
-export { defaultChartDir };
 
 /**
  * What the chart's values.schema.json refuses in `values` over the chart's own values.yaml (as

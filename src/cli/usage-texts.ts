@@ -67,6 +67,11 @@ CONNECT by a protected header, and says where the shoot's filter is missing.
 With --kubeconfig alone: the live seed, every ready pod of each gateway (or of --gateway) read
 through the API server's port-forward to Envoy's admin port, as the controller does (needs pods
 list and pods/portforward create), one report per pod.
+A config dump, from
+  kubectl exec -n istio-ingress deploy/istio-ingressgateway -- pilot-agent request GET config_dump
+  or istioctl proxy-config all <pod>.istio-ingress -o json
+and an admin URL, after
+  kubectl port-forward -n istio-ingress deploy/istio-ingressgateway 15000   (--admin-url http://127.0.0.1:15000)
 The seed is read as by explain: from files (without PATH the embedded example seed) or, with
 --kubeconfig, from the live seed (each Extension's applied ACL).
 Exit codes: 0 every path that exists is served with the shoot's filter (paths the gateway does

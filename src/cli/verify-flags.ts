@@ -4,14 +4,10 @@ import type { FlagTable } from './flag-table.js';
 import { SEED_INPUT_FLAGS, technicalIdFlag } from './seed-input-flags.js';
 
 export const VERIFY_FLAGS = {
-  'config-dump': {
-    value: 'FILE',
-    help: 'the gateway Envoy\'s admin /config_dump as JSON ("-": stdin), e.g. from kubectl exec -n istio-ingress deploy/istio-ingressgateway -- pilot-agent request GET config_dump, or istioctl proxy-config all <pod>.istio-ingress -o json',
-    schema: z.string().optional(),
-  },
+  'config-dump': { value: 'FILE', help: 'the gateway Envoy\'s admin /config_dump as JSON ("-": stdin; how to get one: above)', schema: z.string().optional() },
   'admin-url': {
     value: 'URL',
-    help: "Envoy's admin address, e.g. http://127.0.0.1:15000 after kubectl port-forward -n istio-ingress deploy/istio-ingressgateway 15000",
+    help: "Envoy's admin address (e.g. after a port-forward: above)",
     schema: z.url({ error: (i) => `--admin-url ${JSON.stringify(i.input)} is not a URL; write e.g. http://127.0.0.1:15000` }).optional(),
   },
   gateway: { value: 'NAMESPACE', defaultText: "the seed's only gateway", help: "the gateway's namespace", schema: z.string().optional() },

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { durationMs } from './duration.js';
 import type { FlagTable } from './flag-table.js';
-import { LOG_LEVEL_FLAG, boundedInt, httpsUrl, portNumber } from './common-flags.js';
+import { LOG_LEVEL_FLAG, boundedInt, controllerUsername, httpsUrl, portFrom, portNumber } from './common-flags.js';
 import { serviceRef } from './service-ref.js';
 
 export const WEBHOOK_NAMES = ['envoyfilter', 'shoot'] as const;
@@ -44,7 +44,7 @@ export const WEBHOOK_FLAGS = {
   'controller-username': {
     value: 'USER',
     help: "the controller's authenticated user (e.g. system:serviceaccount:garden:gardener-acl); its writes of combined filters pass unchanged, everyone else's are refused",
-    schema: z.string().min(1, { error: 'must not be empty' }).optional(),
+    schema: controllerUsername,
   },
   'log-level': LOG_LEVEL_FLAG,
   'certificates-namespace': {
@@ -83,13 +83,13 @@ export const WEBHOOK_CONFIG_FLAGS = {
   'controller-username': {
     value: 'NAME',
     help: "exempt this user's (the controller's) writes of combined filters (the name the other commands use; --controller-user is accepted too)",
-    schema: z.string().min(1, { error: 'must not be empty' }).optional(),
+    schema: controllerUsername,
   },
-  'controller-user': { value: 'NAME', help: 'the same as --controller-username', schema: z.string().min(1, { error: 'must not be empty' }).optional() },
+  'controller-user': { value: 'NAME', help: 'the same as --controller-username', schema: controllerUsername },
   'legacy-proxy-port': {
     value: 'N',
     default: '8443',
     help: "the legacy apiserver-proxy port whose Gardener filters the webhook patches (OperatorConfiguration legacyProxyPort)",
-    schema: boundedInt(1, 65535),
+    schema: portFrom(1),
   },
 } as const satisfies FlagTable;

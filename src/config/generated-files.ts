@@ -47,8 +47,14 @@ export function chartValuesSchemaText(current: string, { chart, fields }: ChartC
   const config = isRecord(schema) && isRecord(schema['properties']) ? schema['properties']['config'] : undefined;
   if (!isRecord(config)) throw new Error(`${chart}/values.schema.json: no properties.config object to render the OperatorConfiguration into`);
   const all = operatorFieldSchemas();
-  const names = fields ?? Object.keys(all).filter((name) => name !== 'apiVersion' && name !== 'kind');
-  config['properties'] = Object.fromEntries(names.map((name) => [name, all[name]]));
+  const names = fields ?? settingNames(all);
+  config['properties'] = Object.fromEntries(
+    names.map((name) => {
+      const field = all[name];
+      if (field === undefined) throw new Error(`${chart}: ${name} is not a field of the OperatorConfiguration (${settingNames(all).join(', ')})`);
+      return [name, field];
+    }),
+  );
   config['additionalProperties'] = false;
   return compactJson(schema);
 }
@@ -96,13 +102,27 @@ function accepts(field: JsonObject): string {
   return String(field['type']);
 }
 
-/** What an operator writes to set zod's defaults: the input form of every field, before case folding and sorting. */
+/** The fields an operator sets: all but the optional apiVersion and kind. */
+function settingNames(fields: Record<string, JsonObject>): string[] {
+  return Object.keys(fields).filter((name) => name !== 'apiVersion' && name !== 'kind');
+}
+
+/**
+ * What an operator writes to set zod's defaults: the input form of every field, before case
+ * folding and sorting. zod gives no JSON default for a list whose items it transforms (the CIDRs):
+ * an empty list reads the same either way, anything else would be the parsed form and is refused.
+ */
 export function inputDefaults(): JsonObject {
   const parsed: JsonObject = operatorSettingsSchema.parse({});
+  const fields = operatorFieldSchemas();
   return Object.fromEntries(
-    Object.entries(operatorFieldSchemas())
-      .filter(([name]) => name !== 'apiVersion' && name !== 'kind')
-      .map(([name, field]) => [name, field['default'] ?? parsed[name]]),
+    settingNames(fields).map((name) => {
+      const declared = fields[name]?.['default'];
+      if (declared !== undefined) return [name, declared];
+      const value = parsed[name];
+      if (Array.isArray(value) && value.length === 0) return [name, []];
+      throw new Error(`OperatorConfiguration ${name}: its zod default has no JSON form (${typeof value}); give the field a default zod can render`);
+    }),
   );
 }
 

@@ -10,7 +10,7 @@ import type { AclRule } from '../acl/acl-rule.js';
 import { destinationForms, parseTechnicalID } from '../acl/shoot-identity.js';
 import { EXPLAIN_PATHS, type ClientAddress, type ExplainPath } from './client-address.js';
 
-export { EXPLAIN_PATHS, parseClientAddress, type ClientAddress, type ExplainPath } from './client-address.js';
+export type { ClientAddress, ExplainPath } from './client-address.js';
 
 /** One client has one verdict: an IPv4-mapped IPv6 address is that IPv4 client. */
 function canonical(a: ClientAddress): { readonly family: IpFamily; readonly value: bigint; readonly label: string } {

@@ -19,8 +19,15 @@ function depth(value: Json): number {
   return Array.isArray(value) && inner === 0 ? 0 : 1 + inner;
 }
 
+/** A plain value as JSON; anything JSON cannot hold (undefined, a function, a bigint, NaN) is a bug of the caller, not a file to write. */
+function plain(value: Json): string {
+  const ok = value === null || typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value));
+  if (!ok) throw new Error(`compactJson: ${typeof value} ${String(value)} is not JSON`);
+  return JSON.stringify(value);
+}
+
 function oneLine(value: Json): string {
-  if (!isContainer(value)) return JSON.stringify(value);
+  if (!isContainer(value)) return plain(value);
   const parts = entries(value).map(([key, v]) => (key === undefined ? oneLine(v) : `${JSON.stringify(key)}: ${oneLine(v)}`));
   return Array.isArray(value) ? `[${parts.join(', ')}]` : `{${parts.join(', ')}}`;
 }
@@ -29,7 +36,7 @@ function oneLine(value: Json): string {
 const SHORT_LINE = 120;
 
 function format(value: Json, indent: string): string {
-  if (!isContainer(value)) return JSON.stringify(value);
+  if (!isContainer(value)) return plain(value);
   const line = oneLine(value);
   const members = entries(value);
   if (members.length === 0 || depth(value) <= 1 || (depth(value) === 2 && indent.length + line.length <= SHORT_LINE)) return line;

@@ -23,7 +23,9 @@ export const KEY_FILE = 'tls.key';
  * every handshake, so parsing must be explicit.
  */
 export async function readKeyPair(dir: string): Promise<KeyPair> {
-  const [cert, key] = await Promise.all([readFile(path.join(dir, CERT_FILE), 'utf8'), readFile(path.join(dir, KEY_FILE), 'utf8')]);
+  // One after the other: with both missing, the error names the certificate, the same every time.
+  const cert = await readFile(path.join(dir, CERT_FILE), 'utf8');
+  const key = await readFile(path.join(dir, KEY_FILE), 'utf8');
   if (!new X509Certificate(cert).checkPrivateKey(createPrivateKey(key))) throw new Error(`${KEY_FILE} does not belong to ${CERT_FILE} in ${dir}`);
   createSecureContext({ cert, key });
   return { cert, key };

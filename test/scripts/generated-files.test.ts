@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { operatorSettingsSchema } from '../../src/acl/operator-settings.js';
-import { ADMISSION_CHART_CONFIG, SEED_CHART_CONFIG, inputDefaults, replaceGeneratedSection } from '../../src/config/generated-files.js';
+import { ADMISSION_CHART_CONFIG, SEED_CHART_CONFIG, chartValuesSchemaText, inputDefaults, replaceGeneratedSection } from '../../src/config/generated-files.js';
 import { GENERATED_FILES, GENERATE_COMMAND } from '../../scripts/generated-files.js';
 import { compactJson } from '../../src/json/compact-json.js';
 import { valuesSchemaErrors } from '../../src/registration/values-schema.js';
@@ -62,6 +62,18 @@ describe("the charts' config values", () => {
   it('the defaults: admitted by both', () => {
     expect(operatorSettingsSchema.safeParse(defaults).success).toBe(true);
     expect(valuesSchemaErrors(defaults, chartConfigSchema)).toEqual([]);
+  });
+});
+
+describe('a generator that would write a broken file refuses instead', () => {
+  it('a chart field the OperatorConfiguration lacks is named', () => {
+    const current = JSON.stringify({ properties: { config: { type: 'object' } } });
+    expect(() => chartValuesSchemaText(current, { chart: 'charts/x', fields: ['maxCidrs'] })).toThrow(/^charts\/x: maxCidrs is not a field of the OperatorConfiguration \(additionalAllowedCIDRs, maxCIDRs, /);
+  });
+
+  it('a value JSON cannot hold is not written as text', () => {
+    expect(() => compactJson({ a: undefined })).toThrow('compactJson: undefined undefined is not JSON');
+    expect(() => compactJson({ a: [1n] })).toThrow('compactJson: bigint 1 is not JSON');
   });
 });
 
