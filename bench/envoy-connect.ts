@@ -300,7 +300,7 @@ async function measureConfiguration(shape: Shape, aclShoots: number): Promise<Co
   const gatewayShoots = [TARGET, OPEN, ...(aclShoots > 1 ? [OTHER_ACL] : [])].map((id) => ({ technicalID: id, sniChains: [[`api.${id}.example.com`]] }));
   // Start without filters and hand them over through LDS, so Envoy's load time is measured apart
   // from the harness's placement (which is not Istio and not what a seed would spend).
-  const gateway = await startLiveGateway({ era: 'v1.139-v1.147', shoots: gatewayShoots, listenersViaFile: true });
+  const gateway = await startLiveGateway({ era: 'v1.139-v1.149', shoots: gatewayShoots, listenersViaFile: true });
   try {
     const initial = timedPlacement(gateway, envoyFilters);
     const loadMs = await timedListenerLoad(gateway.envoy, initial.placement, files && { files, resources: ecdsResources });

@@ -58,8 +58,8 @@ function shardsOn(port: number): string[][] {
 }
 
 describe.each(CONFORMANCE_ENVOY_VERSIONS)('on Envoy %s', (envoyVersion) => {
-  describe('audit mode on a Gardener v1.139-v1.147 gateway (real Envoy)', () => {
-    const era = 'v1.139-v1.147';
+  describe('audit mode on a Gardener v1.139-v1.149 gateway (real Envoy)', () => {
+    const era = 'v1.139-v1.149';
     let gateway: LiveGateway;
     const clusters = new Set(gatewayUpstreams(gatewaySpec(era)).map((u) => u.cluster));
 

@@ -24,7 +24,7 @@ import { testSeed } from '../support/test-seed.js';
 import { encodeProxyV2Header, headerValue, httpConnect, probeTcp, probeTls, sendHttpRequest } from './clients.js';
 import { CONFORMANCE_SHOOTS, DOMAIN, apiserverIP, conformanceGatewaySpec, host, patchedLegacyFilters } from './conformance-seed.js';
 import { gatewayUpstreams, hcmStatPrefix } from './gardener-gateway.js';
-import { DESTINATION_HEADER_REGEX, GARDENER_ERAS } from './gardener-shapes.js';
+import { GARDENER_ERAS } from './gardener-shapes.js';
 import { CONFORMANCE_ENVOY_VERSIONS, routeRepeatedHeaders } from './envoy-binary.js';
 import { startLiveGateway, type LiveGateway } from './live-gateway.js';
 
@@ -32,17 +32,20 @@ const SHOOTS = CONFORMANCE_SHOOTS;
 const built = testSeed(SHOOTS, { observabilityDomain: DOMAIN });
 const ORACLE: readonly OracleShoot[] = built.oracle;
 const FORMS = [built.seed.operator.combinedForm, 'rules'] as const;
-const generated = (form: CombinedFormName) => allEnvoyFilters(buildSeedEnvoyFilters(testSeed(SHOOTS, { observabilityDomain: DOMAIN, operator: { combinedForm: form } }).seed));
+/** The operator's protectedPorts on a seed of this era: its CONNECT listeners (a seed without 8132 protects 8443 only). */
+const protectedPorts = (era: keyof typeof GARDENER_ERAS) => GARDENER_ERAS[era].connectPorts.map((p) => p.logicalPort);
+const generated = (form: CombinedFormName, ports?: readonly number[]) =>
+  allEnvoyFilters(buildSeedEnvoyFilters(testSeed(SHOOTS, { observabilityDomain: DOMAIN, operator: { combinedForm: form, ...(ports ? { protectedPorts: [...ports] } : {}) } }).seed));
 const GENERATED = generated(built.seed.operator.combinedForm);
 const gatewaySpec = conformanceGatewaySpec;
 
 describe.each(CONFORMANCE_ENVOY_VERSIONS)('on Envoy %s', (envoyVersion) => {
-  describe.each(FORMS.flatMap((form) => (['v1.130-v1.138', 'v1.139-v1.147'] as const).map((era) => [era, form] as const)))('conformance on a Gardener %s gateway, combinedForm %s (real Envoy)', (era, form) => {
+  describe.each(FORMS.flatMap((form) => (['v1.130-v1.138', 'v1.139-v1.149', 'v1.148-v1.149-no-legacy-port'] as const).map((era) => [era, form] as const)))('conformance on a Gardener %s gateway, combinedForm %s (real Envoy)', (era, form) => {
     let gateway: LiveGateway;
     const clusters = new Set(gatewayUpstreams(gatewaySpec(era)).map((u) => u.cluster));
 
     beforeAll(async () => {
-      gateway = await startLiveGateway({ ...gatewaySpec(era), envoyVersion, envoyFilters: generated(form) });
+      gateway = await startLiveGateway({ ...gatewaySpec(era), envoyVersion, envoyFilters: generated(form, protectedPorts(era)) });
     });
     afterAll(async () => {
       await gateway?.stop();
@@ -56,7 +59,7 @@ describe.each(CONFORMANCE_ENVOY_VERSIONS)('on Envoy %s', (envoyVersion) => {
     it.each(GARDENER_ERAS[era].connectPorts.map((p) => [p.logicalPort, p.header] as const))(
       'HTTP CONNECT on %i: every header set from every client is decided as docs/design.md says',
       async (port, routeHeader) => {
-        const regex = new RegExp(era === 'v1.139-v1.147' ? DESTINATION_HEADER_REGEX.v1_139 : DESTINATION_HEADER_REGEX.v1_114);
+        const regex = new RegExp(GARDENER_ERAS[era].destinationRegex);
         const deniedStat = `http.${hcmStatPrefix(port)}.rbac.denied`;
         const deniedBefore = await gateway.envoy.stat(deniedStat);
         const expectation = {

@@ -34,7 +34,7 @@ const HOISTED_SHOOTS: TestShoot[] = [
 const hoisted = testSeed(HOISTED_SHOOTS, { observabilityDomain: DOMAIN, operator: MATCHER });
 
 function expectation(era: keyof typeof GARDENER_ERAS, envoyVersion: EnvoyVersion, routeHeader: string, clusters: ReadonlySet<string>, oracle = built.oracle): ConnectExpectation {
-  const regex = era === 'v1.139-v1.147' ? DESTINATION_HEADER_REGEX.v1_139 : DESTINATION_HEADER_REGEX.v1_114;
+  const regex = era === 'v1.139-v1.149' ? DESTINATION_HEADER_REGEX.v1_139 : DESTINATION_HEADER_REGEX.v1_114;
   return { oracle, protectedHeaders: built.seed.operator.protectedHeaders, routeHeader, routeRegex: new RegExp(regex), routeRepeatedHeaders: routeRepeatedHeaders(envoyVersion), clusters, reading: 'routable' };
 }
 
@@ -51,7 +51,7 @@ it('the matrix has requests the two readings of "targets S" decide differently (
 });
 
 describe.each(CONFORMANCE_ENVOY_VERSIONS)('matcher form on Envoy %s', (envoyVersion) => {
-  describe.each(['v1.130-v1.138', 'v1.139-v1.147'] as const)('Gardener %s gateway', (era) => {
+  describe.each(['v1.130-v1.138', 'v1.139-v1.149'] as const)('Gardener %s gateway', (era) => {
     let gateway: LiveGateway;
     const clusters = new Set(gatewayUpstreams(conformanceGatewaySpec(era)).map((u) => u.cluster));
     beforeAll(async () => {
@@ -86,7 +86,7 @@ describe.each(CONFORMANCE_ENVOY_VERSIONS)('matcher form on Envoy %s', (envoyVers
   });
 
   describe('with the ranges every shoot admits checked once before the lookup', () => {
-    const era = 'v1.139-v1.147';
+    const era = 'v1.139-v1.149';
     const filters = allEnvoyFilters(buildSeedEnvoyFilters(hoisted.seed));
     let gateway: LiveGateway;
     const clusters = new Set(gatewayUpstreams(conformanceGatewaySpec(era)).map((u) => u.cluster));
@@ -110,7 +110,7 @@ describe.each(CONFORMANCE_ENVOY_VERSIONS)('matcher form on Envoy %s', (envoyVers
   });
 
   describe('without its extraction, or with the extraction after the shards, every request naming a shoot is refused (fails closed)', () => {
-    const era = 'v1.139-v1.147';
+    const era = 'v1.139-v1.149';
     const withoutExtraction = GENERATED.filter((f) => !f.metadata.name.endsWith('-extract'));
     const misordered = GENERATED.map((f) => (f.metadata.name === extractionObjectName(8443) ? { ...f, spec: { ...f.spec, priority: -10 } } : f));
 
@@ -133,7 +133,7 @@ describe.each(CONFORMANCE_ENVOY_VERSIONS)('matcher form on Envoy %s', (envoyVers
   });
 
   describe('with `matcher` dropped from every RBAC filter (an Istio that decodes the patch leniently), the fallback rules refuse every request naming a shoot (fails closed)', () => {
-    const era = 'v1.139-v1.147';
+    const era = 'v1.139-v1.149';
     const withoutMatcher = GENERATED.map((f) => ({
       ...f,
       spec: {
@@ -167,7 +167,7 @@ describe.each(CONFORMANCE_ENVOY_VERSIONS)('matcher form on Envoy %s', (envoyVers
   });
 
   it('without the client addresses (the address filter missing), ACL shoots refuse every client, DENY rules too (fails closed); shoots without ACL still pass', async () => {
-    const era = 'v1.139-v1.147';
+    const era = 'v1.139-v1.149';
     const withoutAddresses = GENERATED.map((f) =>
       f.metadata.name === extractionObjectName(8443) ? { ...f, spec: { ...f.spec, configPatches: f.spec.configPatches.filter((p) => p.patch.value.name !== 'gardener-acl-connect-address-8443') } } : f,
     );
@@ -187,7 +187,7 @@ describe.each(CONFORMANCE_ENVOY_VERSIONS)('matcher form on Envoy %s', (envoyVers
   });
 
   describe('audit mode in the matcher form', () => {
-    const era = 'v1.139-v1.147';
+    const era = 'v1.139-v1.149';
     let gateway: LiveGateway;
     const clusters = new Set(gatewayUpstreams(conformanceGatewaySpec(era)).map((u) => u.cluster));
     beforeAll(async () => {

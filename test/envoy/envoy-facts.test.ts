@@ -36,7 +36,7 @@ describe('Envoy 1.40 facts (real binary)', () => {
 
   beforeAll(async () => {
     gateway = await startLiveGateway({
-      era: 'v1.139-v1.147',
+      era: 'v1.139-v1.149',
       family: 'dual',
       listenersViaFile: true,
       shoots: [

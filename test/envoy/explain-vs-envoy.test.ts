@@ -107,7 +107,7 @@ describe.each(COMBINED_FORMS)('gardener-acl explain equals the real Envoy on the
       return jsonpatch.applyPatch(structuredClone(f) as unknown as JsonObject, patch ? [...patch.spec.operations] : []).newDocument;
     });
     expect(legacyChains.length).toBeGreaterThan(0);
-    for (const g of seed.gateways) gateways.set(g.namespace, await startLiveGateway({ ...specFor(g.namespace, 'v1.139-v1.147'), envoyFilters: render.envoyFilters }));
+    for (const g of seed.gateways) gateways.set(g.namespace, await startLiveGateway({ ...specFor(g.namespace, 'v1.139-v1.149'), envoyFilters: render.envoyFilters }));
     const legacyNamespace = legacyChains[0]!.namespace;
     legacyGateway = await startLiveGateway({ ...specFor(legacyNamespace, 'v1.114-v1.122'), envoyFilters: [...render.envoyFilters, ...legacyFilters] });
   }, 60_000);

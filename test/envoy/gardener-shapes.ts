@@ -65,8 +65,8 @@ export const GARDENER_ERAS = {
   'v1.114-v1.122': { legacyApiserverProxyPort: true, connectPorts: [TLS_TUNNEL_V1_113], destinationRegex: DESTINATION_HEADER_REGEX.v1_114 },
   'v1.123-v1.129': { legacyApiserverProxyPort: false, connectPorts: [TLS_TUNNEL_V1_113], destinationRegex: DESTINATION_HEADER_REGEX.v1_114 },
   'v1.130-v1.138': { legacyApiserverProxyPort: false, connectPorts: [TLS_TUNNEL_V1_130, HTTP_PROXY], destinationRegex: DESTINATION_HEADER_REGEX.v1_114 },
-  'v1.139-v1.147': { legacyApiserverProxyPort: false, connectPorts: [TLS_TUNNEL_V1_130, HTTP_PROXY], destinationRegex: DESTINATION_HEADER_REGEX.v1_139 },
-  'v1.148-legacy-port-removed': { legacyApiserverProxyPort: false, connectPorts: [HTTP_PROXY], destinationRegex: DESTINATION_HEADER_REGEX.v1_139 },
+  'v1.139-v1.149': { legacyApiserverProxyPort: false, connectPorts: [TLS_TUNNEL_V1_130, HTTP_PROXY], destinationRegex: DESTINATION_HEADER_REGEX.v1_139 },
+  'v1.148-v1.149-no-legacy-port': { legacyApiserverProxyPort: false, connectPorts: [HTTP_PROXY], destinationRegex: DESTINATION_HEADER_REGEX.v1_139 },
 } as const satisfies Record<string, GardenerEraShape>;
 
 export type GardenerEra = keyof typeof GARDENER_ERAS;

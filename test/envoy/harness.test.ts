@@ -43,11 +43,11 @@ const handWrittenHttpAcl = httpRbacEnvoyFilter(
 const handWrittenSniAcl = sniRbacEnvoyFilter('hand-written-sni-acl', 9443, HOST_A_EXTERNAL, singlePolicyRules('ALLOW', 'from-ten', ANY, TEN_SLASH_EIGHT));
 const SNI_STAT_PREFIX = 'hand_written_sni_acl.';
 
-describe('real-Envoy harness: Gardener v1.139-v1.147 gateway with hand-written EnvoyFilters', () => {
+describe('real-Envoy harness: Gardener v1.139-v1.149 gateway with hand-written EnvoyFilters', () => {
   let gateway: LiveGateway;
 
   beforeAll(async () => {
-    gateway = await startLiveGateway({ era: 'v1.139-v1.147', shoots, envoyFilters: [handWrittenHttpAcl, handWrittenSniAcl] });
+    gateway = await startLiveGateway({ era: 'v1.139-v1.149', shoots, envoyFilters: [handWrittenHttpAcl, handWrittenSniAcl] });
   });
 
   afterAll(async () => {

@@ -19,7 +19,7 @@ function gatewayFor(spec: GardenerGatewaySpec): GatewayModel {
 }
 
 const modernGateway = gatewayFor({
-  era: 'v1.139-v1.147',
+  era: 'v1.139-v1.149',
   shoots: [
     { technicalID: 'shoot--p--a', sniChains: [['api.a.internal', 'api.a.external'], ['api-p--a.ingress.seed']] },
     { technicalID: 'shoot--p--b', sniChains: [['api.b.internal']] },

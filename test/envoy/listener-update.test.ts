@@ -75,7 +75,7 @@ function envoyFiltersOf(shape: Shape, shoots: readonly TestShoot[]): unknown[] {
 }
 
 const GATEWAY_SPEC: GardenerGatewaySpec = {
-  era: 'v1.139-v1.147',
+  era: 'v1.139-v1.149',
   shoots: [
     { technicalID: SHOOT_A, sniChains: [[HOST_A]] },
     { technicalID: SHOOT_B, sniChains: [[HOST_B]] },

@@ -38,7 +38,7 @@ import { buildGardenerGateway, gatewayBootstrap, gatewayUpstreams } from './gard
 import { approximateIstioPlacement } from './istio-placement-approximation.js';
 import type { JsonObject } from './json.js';
 
-const ERA = 'v1.139-v1.147';
+const ERA = 'v1.139-v1.149';
 const NAMESPACE = 'istio-ingress';
 const HEADERS = ['reversed-vpn', 'x-gardener-destination'];
 const METADATA_NAMESPACE = 'gardener-acl';

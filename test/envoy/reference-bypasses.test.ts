@@ -28,7 +28,7 @@ describe('bypasses of the reference extension’s shape (real Envoy, Gardener 1.
 
   beforeAll(async () => {
     const spec = {
-      era: 'v1.139-v1.147' as const,
+      era: 'v1.139-v1.149' as const,
       shoots: [ALLOW_SHOOT, DENY_SHOOT].map((id) => ({ technicalID: id, sniChains: [[host(id)]] })),
     };
     gateways.set('reference', await startLiveGateway({ ...spec, envoyFilters: referenceExtensionFilters(built.seed) }));

@@ -39,7 +39,7 @@ const CLUSTER_B = istioClusterName.kubeApiserver(SHOOT_B);
 /** The client in the PROXY header; no RBAC runs here, so any address would do. */
 const CLIENT = '127.0.0.7';
 
-const ERA = GARDENER_ERAS['v1.139-v1.147'];
+const ERA = GARDENER_ERAS['v1.139-v1.149'];
 const CONNECT_PORT = connectPortOf(ERA, GARDENER_PORT.httpProxy);
 const CONNECT_LISTENER: GatewayListener = httpConnectListener({ ...CONNECT_PORT, destinationRegex: ERA.destinationRegex });
 const CONNECT_LISTENER_NAME = `0.0.0.0_${GARDENER_PORT.httpProxy}`;

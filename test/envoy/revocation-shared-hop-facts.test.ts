@@ -49,7 +49,7 @@ const VPN_A0 = istioClusterName.vpnSeedServer(SHOOT_A, 0);
 const VPN_B = istioClusterName.vpnSeedServer(SHOOT_B);
 const CLIENT = '127.0.0.7';
 
-const ERA = GARDENER_ERAS['v1.139-v1.147'];
+const ERA = GARDENER_ERAS['v1.139-v1.149'];
 const CONNECT_PORT = connectPortOf(ERA, GARDENER_PORT.httpProxy);
 const HEADER = CONNECT_PORT.header.toLowerCase();
 const CONNECT_LISTENER_NAME = `0.0.0.0_${GARDENER_PORT.httpProxy}`;

@@ -5,7 +5,7 @@
 import { DESTINATION_HEADER_REGEX } from '../envoy/gardener-shapes.js';
 import type { JsonObject } from '../envoy/json.js';
 
-export type EraName = 'v1.113' | 'v1.118' | 'v1.142' | 'v1.145';
+export type EraName = 'v1.113' | 'v1.118' | 'v1.142' | 'v1.145' | 'v1.149-no-legacy-port' | 'v1.149';
 
 export interface ConnectPort {
   readonly port: number;
@@ -23,8 +23,8 @@ export interface GardenerEraFixture {
   readonly apiserverProxyFilterName: (id: string) => string;
   /** `IstioTLSTermination` on in gardenlet (shoots without it carry the opt-out annotation). */
   readonly istioTLSTermination: boolean;
-  /** Port 8132: the Gateway that opens it and the virtual host of Gardener's route table. */
-  readonly tlsTunnel: { readonly gateway: string; readonly gatewayHost: string; readonly virtualHost: string };
+  /** Port 8132: the Gateway that opens it and the virtual host of Gardener's route table; absent with RemoveHTTPProxyLegacyPort (1.148+). */
+  readonly tlsTunnel?: { readonly gateway: string; readonly gatewayHost: string; readonly virtualHost: string };
   readonly httpProxy: boolean;
   readonly destinationRegex: string;
   /** Wildcard host: own `kube-apiserver-ingress` Gateway (<= 1.113) or folded into `kube-apiserver` (1.114+). */
@@ -36,6 +36,8 @@ export interface GardenerEraFixture {
   readonly nginxWildcard: boolean;
   /** Observability components with their own HTTPS Gateways (1.141+), and the 421 filter on 9443. */
   readonly observabilityGateways: boolean;
+  /** The `hsts` EnvoyFilter on 9443 (1.149+): one more Lua HTTP filter before the router in every terminating connection manager. */
+  readonly hstsFilter: boolean;
   readonly connectPorts: readonly ConnectPort[];
 }
 
@@ -57,6 +59,7 @@ const LEGACY_ERA = {
   exportToAll: true,
   nginxWildcard: true,
   observabilityGateways: false,
+  hstsFilter: false,
   connectPorts: [REVERSED_VPN],
 } as const;
 
@@ -71,7 +74,22 @@ const UNIFIED_ERA = {
   wildcardGateway: 'kube-apiserver-wildcard',
   nginxWildcard: true,
   observabilityGateways: true,
+  hstsFilter: false,
   connectPorts: [REVERSED_VPN, X_GARDENER_DESTINATION],
+} as const;
+
+/**
+ * Gardener 1.149 with its default gates: nginx gone from the seed (DisableNginxIngressInSeed, Beta
+ * and on), so no `*.<ingress domain>` passthrough chain; the Service lists 8443 before 8132
+ * (1.148+); the `hsts` filter on 9443. Clients use 8443 only since 1.144, 8132 still routes.
+ */
+const V1_149 = {
+  ...UNIFIED_ERA,
+  servicePorts: [PORT_TCP, PORT_HTTP_PROXY, PORT_TLS_TUNNEL],
+  istioRoleLabel: true,
+  exportToAll: false,
+  nginxWildcard: false,
+  hstsFilter: true,
 } as const;
 
 export const ERAS: Readonly<Record<EraName, GardenerEraFixture>> = {
@@ -106,6 +124,20 @@ export const ERAS: Readonly<Record<EraName, GardenerEraFixture>> = {
     summary: 'unified port 8443 (8132 kept until RemoveHTTPProxyLegacyPort), istio-role: seed selectors, Services exported only where used',
     istioRoleLabel: true,
     exportToAll: false,
+  },
+  // Before v1.149 so that the suites that render "the newest era" (the last) keep both CONNECT ports.
+  'v1.149-no-legacy-port': {
+    ...V1_149,
+    name: 'v1.149-no-legacy-port',
+    summary: 'RemoveHTTPProxyLegacyPort on: no port 8132 (no tls-tunnel Service port, http-connect Gateway or reversed-vpn filters), 8443 only; nginx gone',
+    servicePorts: [PORT_TCP, PORT_HTTP_PROXY],
+    tlsTunnel: undefined,
+    connectPorts: [X_GARDENER_DESTINATION],
+  },
+  'v1.149': {
+    ...V1_149,
+    name: 'v1.149',
+    summary: 'default gates: nginx gone (observability only through per-host Gateways), 8132 kept but unused by clients, the hsts filter on 9443',
   },
 };
 

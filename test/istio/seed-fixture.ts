@@ -123,20 +123,29 @@ export function ingressGateway(key: GatewayKey): IngressGateway {
 function gatewayObjects(era: GardenerEraFixture, gateway: IngressGateway): JsonObject[] {
   const base = { namespace: gateway.namespace, labels: gatewayLabels(era, gateway) };
   return [
-    ...instantiateObjects('seed/ingress-gateway.yaml', { ...base, servicePorts: [...era.servicePorts], loadBalancerIP: gateway.loadBalancerIP }),
+    ...instantiateObjects('seed/ingress-gateway.yaml', { ...base, servicePorts: [...era.servicePorts], fromWorldToPorts: fromWorldToPorts(era), loadBalancerIP: gateway.loadBalancerIP }),
     ...instantiateObjects('gateway/proxy-protocol-sni.yaml', base),
-    ...instantiateObjects('gateway/tls-tunnel.yaml', {
-      ...base,
-      tunnelGateway: era.tlsTunnel.gateway,
-      tunnelGatewayHost: era.tlsTunnel.gatewayHost,
-      tunnelVirtualHost: era.tlsTunnel.virtualHost,
-      destinationRegex: era.destinationRegex,
-    }),
+    ...(era.tlsTunnel
+      ? instantiateObjects('gateway/tls-tunnel.yaml', {
+          ...base,
+          tunnelGateway: era.tlsTunnel.gateway,
+          tunnelGatewayHost: era.tlsTunnel.gatewayHost,
+          tunnelVirtualHost: era.tlsTunnel.virtualHost,
+          destinationRegex: era.destinationRegex,
+        })
+      : []),
     ...(era.httpProxy ? instantiateObjects('gateway/http-proxy.yaml', { ...base, destinationRegex: era.destinationRegex }) : []),
     ...(era.legacyApiserverProxy ? instantiateObjects('gateway/legacy-proxy-protocol.yaml', base) : []),
     ...(era.istioTLSTermination ? instantiateObjects('gateway/apiserver-tls-termination.yaml', base) : []),
     ...(era.observabilityGateways ? instantiateObjects('gateway/misdirected-requests.yaml', { namespace: gateway.namespace }) : []),
+    ...(era.hstsFilter ? instantiateObjects('gateway/hsts.yaml', { namespace: gateway.namespace }) : []),
   ];
+}
+
+/** The Service annotation with the listener ports the world may reach: its ports' targets, in order. */
+function fromWorldToPorts(era: GardenerEraFixture): string {
+  const ports = [...new Set(era.servicePorts.map((p) => Number(p['targetPort'])))].sort((a, b) => a - b);
+  return JSON.stringify(ports.map((port) => ({ port, protocol: 'TCP' })));
 }
 
 /** Does the shoot use Istio TLS termination in this era? */

@@ -13,6 +13,7 @@ const SCENARIOS = [
   { name: 'examples-seed', input: path.join(ROOT, 'examples/seed') },
   { name: 'gardener-1.110', input: path.join(ROOT, 'test/golden/gardener-1.110/input') },
   { name: 'gardener-1.145', input: path.join(ROOT, 'test/golden/gardener-1.145/input') },
+  { name: 'gardener-1.149', input: path.join(ROOT, 'test/golden/gardener-1.149/input') },
 ];
 
 describe('golden render output', () => {
