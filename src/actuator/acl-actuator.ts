@@ -196,7 +196,9 @@ export class AclActuator implements Actuator {
     if (previous !== undefined && tunnels.generation !== previous.generation) {
       this.log(ext).info(
         { generation: tunnels.generation },
-        'the rule admits fewer clients than before and the CONNECT filters hold it: the shoot’s VPN tunnels close at the end of the gateways’ drain time',
+        tunnels.raiseFrom === undefined
+          ? 'the rule admits fewer clients than before and the CONNECT filters hold it: the shoot’s VPN tunnels close at the end of the gateways’ drain time'
+          : 'the rule admits fewer clients than before: the shoot’s VPN tunnels close at the end of the gateways’ drain time once the CONNECT filters hold it',
       );
     }
     return tunnels;

@@ -26,7 +26,7 @@ import { appliedFromState, type AppliedAcl } from '../gardener/applied-state.js'
 import { refOf, type ClusterClient } from './cluster-client.js';
 import { storedCoverage, storedSelector, uncoveredPaths, type StoredCoverage } from './combined-coverage.js';
 import { changesListeners, combinedForm, copiedFor, deletionRank, type CombinedForm, type CombinedWrite, isShardName, keptOnly, keptSupportRestored, keptWith, storedEntriesAnyForm } from './combined-forms.js';
-import { recordedTunnelGeneration } from './tunnel-generation.js';
+import { hopGeneration, recordedTunnelGeneration, type RecordedHopGeneration } from './tunnel-generation.js';
 import { perObject } from '../json/per-object.js';
 import { resourceVersionAtLeast, WrittenVersions } from '../kube/written-versions.js';
 import { isActive } from '../gardener/extension-class.js';
@@ -75,9 +75,9 @@ export function appliedAcls(extensions: readonly Extension[]): AppliedAcl[] {
   return extensions.filter(isActive).flatMap((ext) => appliedFromState(ext.metadata.namespace, ext.status?.['state']) ?? []);
 }
 
-/** The recorded tunnel generation of every active shoot that has one (tunnelRevocation hop). */
-export function tunnelGenerations(extensions: readonly Extension[]): Map<string, number> {
-  const generations = new Map<string, number>();
+/** The recorded tunnel generation (and a raise not yet taken) of every active shoot that has one (tunnelRevocation hop). */
+export function tunnelGenerations(extensions: readonly Extension[]): Map<string, RecordedHopGeneration> {
+  const generations = new Map<string, RecordedHopGeneration>();
   for (const ext of extensions.filter(isActive)) {
     const generation = recordedTunnelGeneration(ext);
     if (generation !== undefined) generations.set(ext.metadata.namespace, generation);
@@ -172,7 +172,9 @@ export function planCombinedWrites(input: {
   /** Active shoots without a readable recorded ACL (see unreadableAcls): kept as stored, like unplaced ones. */
   readonly unreadable?: readonly string[];
   /** The recorded tunnel generations (see tunnelGenerations); a shoot without one has generation 1. */
-  readonly generations?: ReadonlyMap<string, number>;
+  readonly generations?: ReadonlyMap<string, RecordedHopGeneration>;
+  /** Shoots whose stored CONNECT filters hold their recorded ACL: a raise recorded for one of them is taken now (hopGeneration). */
+  readonly filtersHold?: ReadonlySet<string>;
 }): CombinedWritePlan {
   const { operator, gateways, shoots, stored } = input;
   const form = combinedForm(operator);
@@ -241,7 +243,7 @@ export function planCombinedWrites(input: {
   }
   // Shards rely on their supporting objects (written first), or the supporting objects name the shards (written after them).
   const formGrow = form.supportNamesShards ? [...shardGrow, ...supportGrow] : [...supportGrow, ...shardGrow];
-  const hop = nothingWanted || operator.tunnelRevocation !== 'hop' ? { writes: [], unplaced: new Map<string, string>() } : tunnelHopWrites(sortedGateways, operator, shoots, keptAsIs, stored, input.generations);
+  const hop = nothingWanted || operator.tunnelRevocation !== 'hop' ? { writes: [], unplaced: new Map<string, string>() } : tunnelHopWrites(sortedGateways, operator, shoots, keptAsIs, stored, input.generations, input.filtersHold);
   const hopKeys = new Set(hop.writes.map(key));
   const hopChanged = hop.writes.filter((w) => !storedAs(storedByKey.get(key(w)), w));
   // The hop's shards name nothing: first. Its entry names their doors: last.
@@ -297,13 +299,17 @@ function tunnelHopWrites(
   shoots: readonly AppliedAcl[],
   keptAsIs: ReadonlyMap<string, string>,
   stored: readonly EnvoyFilterObject[],
-  generations: ReadonlyMap<string, number> = new Map(),
+  generations: ReadonlyMap<string, RecordedHopGeneration> = new Map(),
+  filtersHold: ReadonlySet<string> = new Set(),
 ): { writes: CombinedWrite[]; unplaced: Map<string, string> } {
   const unplaced = new Map<string, string>();
   const writes = gateways.flatMap((gateway) => {
     const kept = storedHopChains(stored.filter((f) => f.metadata.namespace === gateway.namespace));
     const hopShoots = [
-      ...shoots.map((s) => ({ technicalID: s.technicalID, tunnelGeneration: generations.get(s.technicalID) ?? 1 })),
+      ...shoots.map((s) => ({
+        technicalID: s.technicalID,
+        tunnelGeneration: hopGeneration(generations.get(s.technicalID) ?? { generation: 1 }, kept.get(s.technicalID), filtersHold.has(s.technicalID)),
+      })),
       ...[...kept].filter(([id]) => keptAsIs.has(id) && !shoots.some((s) => s.technicalID === id)).map(([technicalID, tunnelGeneration]) => ({ technicalID, tunnelGeneration })),
     ];
     const objects = sharedHopLayout(gateway, operator, hopShoots);
@@ -532,7 +538,11 @@ export class CombinedSyncer {
     const gateways = combinedGateways(fromDeployments, stored);
     this.logKeptGateways(gateways.filter((g) => !fromDeployments.some((d) => d.namespace === g.namespace)).map((g) => g.namespace));
     const extensions = deps.extensions();
-    const plan = planCombinedWrites({ operator: deps.operator, gateways, shoots: appliedAcls(extensions), stored, unreadable: unreadableAcls(extensions), generations: tunnelGenerations(extensions) });
+    const shoots = appliedAcls(extensions);
+    const generations = tunnelGenerations(extensions);
+    // Only a shoot with a raise not yet taken asks whether the stored filters hold its ACL.
+    const filtersHold = new Set(shoots.filter((s) => generations.get(s.technicalID)?.raiseFrom !== undefined && this.protection(s).uncovered.length === 0).map((s) => s.technicalID));
+    const plan = planCombinedWrites({ operator: deps.operator, gateways, shoots, stored, unreadable: unreadableAcls(extensions), generations, filtersHold });
     this.logUnplaced(plan.unplaced);
     if (plan.held !== undefined && plan.held !== this.reportedHeld) deps.logger.warn(plan.held);
     this.reportedHeld = plan.held;

@@ -493,7 +493,7 @@ export class AclController {
     if (!ext || !applied) return true;
     const protection = this.combined.protection(applied);
     if (protection.uncovered.length > 0) return protection.problem !== undefined;
-    const generation = recordedTunnelGeneration(ext);
+    const generation = recordedTunnelGeneration(ext)?.generation;
     return generation === undefined || this.combined.tunnelHopMissing(ext.metadata.namespace, generation).length === 0;
   }
 

@@ -27,6 +27,11 @@ const appliedSchema = z.object({
  */
 export const tunnelsSchema = z.object({
   generation: z.number().int().min(1),
+  /**
+   * A raise recorded before the CONNECT filters hold the tightened ACL: the hop stays at this
+   * generation until they do (the combined syncer checks), then takes `generation`.
+   */
+  raiseFrom: z.number().int().min(1).optional(),
   admitted: appliedSchema.pick({ rule: true, alwaysAllowed: true }),
 });
 

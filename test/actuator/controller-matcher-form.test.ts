@@ -159,7 +159,7 @@ describe('controller with the matcher form on a real kube-apiserver', () => {
     return [DEFAULT_GW.namespace, ZONAL_GW.namespace].every((ns) => storedHopChains(stored.filter((f) => f.metadata.namespace === ns)).get(technicalID(s)) === generation);
   };
   const tunnelState = async (s: ShootFixture) =>
-    ((await getObject(cp.kubeConfig, extRef(s))) as { status?: { state?: { tunnels?: { generation: number }; gatewayNamespaces?: string[] } } } | undefined)?.status?.state;
+    ((await getObject(cp.kubeConfig, extRef(s))) as { status?: { state?: { tunnels?: { generation: number; raiseFrom?: number }; gatewayNamespaces?: string[] } } } | undefined)?.status?.state;
   const setRule = (s: ShootFixture, providerConfig: unknown) =>
     mergePatch(cp.kubeConfig, extRef(s), { metadata: { annotations: { 'gardener.cloud/operation': 'reconcile' } }, spec: { providerConfig } });
   /** The stored bucket that holds A on the default gateway, as text. */
@@ -185,8 +185,9 @@ describe('controller with the matcher form on a real kube-apiserver', () => {
     expect(JSON.stringify(hopObjects.find((o) => o.metadata.name === sharedHopObjectName(sharedHopShard(technicalID(A)))))).toContain(`"${technicalID(A)}/${g0}"`);
     expect((await tunnelState(A))?.gatewayNamespaces).toEqual([DEFAULT_GW.namespace]);
 
-    // While the API server refuses the CONNECT filters' writes, the tightened ACL is recorded but the
-    // generation stays: closed tunnels would reconnect under the old filters.
+    // While the API server refuses the CONNECT filters' writes, the tightened ACL is recorded with
+    // its raise, but the hop keeps the generation it is raised from: closed tunnels would
+    // reconnect under the old filters.
     const removePolicy = await refuseWrites(
       cp.kubeConfig,
       'refuse-combined',
@@ -201,7 +202,8 @@ describe('controller with the matcher form on a real kube-apiserver', () => {
       }, 60_000);
       expect(await bucketOfA()).not.toContain('"address_prefix":"203.0.113.0","prefix_len":25');
       expect(await hopsAt(A, g0)).toBe(true);
-      expect((await tunnelState(A))?.tunnels?.generation).toBe(g0);
+      expect(await hopsAt(A, g0 + 1)).toBe(false);
+      expect((await tunnelState(A))?.tunnels).toMatchObject({ generation: g0 + 1, raiseFrom: g0 });
     } finally {
       await removePolicy();
     }
@@ -210,6 +212,7 @@ describe('controller with the matcher form on a real kube-apiserver', () => {
     await succeeded(A);
     await settled();
     expect((await tunnelState(A))?.tunnels?.generation).toBe(g0 + 1);
+    expect((await tunnelState(A))?.tunnels?.raiseFrom).toBeUndefined();
 
     await setRule(A, allowRule('203.0.113.0/25', '198.18.0.0/15'));
     await eventually('loosened ACL stored', async () => (await bucketOfA()).includes('"address_prefix":"198.18.0.0","prefix_len":15'), 60_000);

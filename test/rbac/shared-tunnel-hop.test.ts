@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { defaultOperatorConfig, type OperatorConfig } from '../../src/config/operator-config.js';
 import type { AppliedAcl } from '../../src/gardener/applied-state.js';
 import { planCombinedWrites } from '../../src/actuator/combined-syncer.js';
+import type { RecordedHopGeneration } from '../../src/actuator/tunnel-generation.js';
 import type { EnvoyFilterObject } from '../../src/gardener/objects.js';
 import { buildSeedEnvoyFilters } from '../../src/rbac/seed-envoy-filters.js';
 import {
@@ -101,11 +102,24 @@ describe("the tunnel hop in the controller's write plan", () => {
     replayPlan(store, first, () => []);
     expect(storedHopChains([...store.values()])).toEqual(new Map([[A.technicalID, 1], [B.technicalID, 1]]));
 
-    const raised = plan(store, OPERATOR, [A, B], { generations: new Map([[A.technicalID, 2]]) });
+    // A raise recorded before the filters hold the tightened ACL: the chain keeps the generation it is raised from.
+    const pending = plan(store, OPERATOR, [A, B], { generations: new Map([[A.technicalID, { generation: 2, raiseFrom: 1 }]]) });
+    expect([...pending.grow, ...pending.settle].filter((w) => w.metadata.name.startsWith('gardener-acl-hop'))).toEqual([]);
+
+    // The filters hold it: the pending raise is taken, as a recorded one is.
+    for (const generations of [new Map<string, RecordedHopGeneration>([[A.technicalID, { generation: 2 }]]), new Map<string, RecordedHopGeneration>([[A.technicalID, { generation: 2, raiseFrom: 1 }]])]) {
+      const filtersHold = generations.get(A.technicalID)?.raiseFrom === undefined ? new Set<string>() : new Set([A.technicalID]);
+      const taken = plan(store, OPERATOR, [A, B], { generations, filtersHold });
+      expect([...taken.grow, ...taken.settle].map(keyOf)).toEqual([`${DEFAULT_GATEWAY.namespace}/${sharedHopObjectName(sharedHopShard(A.technicalID))}`]);
+    }
+    const raised = plan(store, OPERATOR, [A, B], { generations: new Map([[A.technicalID, { generation: 2 }]]) });
     expect([...raised.grow, ...raised.settle].map(keyOf)).toEqual([`${DEFAULT_GATEWAY.namespace}/${sharedHopObjectName(sharedHopShard(A.technicalID))}`]);
     expect(raised.deletions).toEqual([]);
     replayPlan(store, raised, () => []);
     expect(storedHopChains([...store.values()]).get(A.technicalID)).toBe(2);
+    // A chain already at the raised generation is not lowered while the raise still reads as pending (a lagging cache).
+    const lagging = plan(store, OPERATOR, [A, B], { generations: new Map([[A.technicalID, { generation: 2, raiseFrom: 1 }]]) });
+    expect([...lagging.grow, ...lagging.settle].filter((w) => w.metadata.name.startsWith('gardener-acl-hop'))).toEqual([]);
 
     // An unreadable recorded ACL: the shoot keeps the chain stored for it (no drain from a missing input).
     const unreadable = plan(store, OPERATOR, [B], { unreadable: [A.technicalID], generations: new Map() });
