@@ -4,23 +4,53 @@
 import type { ParseArgsConfig } from 'node:util';
 import { z } from 'zod';
 
-export interface Flag {
-  /** How the usage text names the value (DURATION, PATH, N); a flag without one is a switch. */
-  readonly value?: string;
-  /** The default as one would type it; a function for a default read when the command runs (the environment). */
-  readonly default?: string | (() => string);
-  /** The usage text's words for the default when `default` is computed, or when there is none but something stands in. */
-  readonly defaultText?: string;
+interface FlagCommon {
   /** What the flag does, one sentence or more; wrapped to the usage text's width. */
   readonly help: string;
   /** Parses the flag's text (or a switch's boolean, or a repeated flag's list) into what the command uses. */
   readonly schema: z.ZodType;
-  readonly multiple?: boolean;
   /** A one-letter alias (-o). */
   readonly short?: string;
   /** The usage text's heading above this flag and those after it, e.g. "Seed webhook certificates". */
   readonly group?: string;
 }
+
+/** A flag without a value: false unless given. */
+interface SwitchFlag extends FlagCommon {
+  readonly value?: undefined;
+  readonly default?: undefined;
+  readonly defaultText?: undefined;
+  readonly multiple?: undefined;
+}
+
+/** A flag with one value. */
+type ValueFlag = FlagCommon & {
+  /** How the usage text names the value (DURATION, PATH, N). */
+  readonly value: string;
+  readonly multiple?: false;
+} & (
+    | {
+        /** The default as one would type it. */
+        readonly default?: string;
+        /** The usage text's words for a default that is not a value (something stands in). */
+        readonly defaultText?: string;
+      }
+    | {
+        /** A default read when the command runs (the environment); --help cannot show its value, so it says what it is. */
+        readonly default: () => string;
+        readonly defaultText: string;
+      }
+  );
+
+/** A flag that may be given again and again; absent, it is undefined (no default). */
+interface RepeatedFlag extends FlagCommon {
+  readonly value: string;
+  readonly multiple: true;
+  readonly default?: undefined;
+  readonly defaultText?: undefined;
+}
+
+export type Flag = SwitchFlag | ValueFlag | RepeatedFlag;
 
 export type FlagTable = Readonly<Record<string, Flag>>;
 
