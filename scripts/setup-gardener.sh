@@ -66,15 +66,22 @@ for name in "${!packages[@]}"; do
   mv -f "$tmp" "$bin/$name"
   log "built $bin/$name in $((SECONDS - start))s"
 done
-# Gardener's own CRD for the seed's VerticalPodAutoscalers (the chart renders one per
-# Deployment): the chart tests install it into the test kube-apiserver, so the API server checks
-# our objects against Gardener's schema. Taken from the pinned module, never committed.
-crd="$bin/crds/autoscaling.k8s.io_verticalpodautoscalers.yaml"
-if [[ ! -s "$crd" ]]; then
-  moddir="$(cd "$mod" && go list -m -f '{{.Dir}}' github.com/gardener/gardener)"
+# Gardener's own CRDs, taken from the pinned module, never committed: the seed's
+# VerticalPodAutoscalers (the chart renders one per Deployment; the chart tests install it into
+# the test kube-apiserver, so the API server checks our objects against Gardener's schema), and
+# gardener-operator's Garden (the garden ACL reads the runtime cluster's from it).
+declare -A crds=(
+  [autoscaling.k8s.io_verticalpodautoscalers.yaml]=example/seed-crds/10-crd-autoscaling.k8s.io_verticalpodautoscalers.yaml
+  [operator.gardener.cloud_gardens.yaml]=example/operator/10-crd-operator.gardener.cloud_gardens.yaml
+)
+moddir=""
+for name in "${!crds[@]}"; do
+  crd="$bin/crds/$name"
+  [[ -s "$crd" ]] && continue
+  [[ -n "$moddir" ]] || moddir="$(cd "$mod" && go list -m -f '{{.Dir}}' github.com/gardener/gardener)"
   mkdir -p "$bin/crds"
-  cp "$moddir/example/seed-crds/10-crd-autoscaling.k8s.io_verticalpodautoscalers.yaml" "$crd.tmp.$$" && mv -f "$crd.tmp.$$" "$crd" \
-    || die "cannot copy the VerticalPodAutoscaler CRD from gardener $GARDENER_VERSION"
+  cp "$moddir/${crds[$name]}" "$crd.tmp.$$" && mv -f "$crd.tmp.$$" "$crd" \
+    || die "cannot copy the CRD $name from gardener $GARDENER_VERSION"
   chmod u+w "$crd"
-fi
+done
 echo "$bin"

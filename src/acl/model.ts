@@ -53,3 +53,15 @@ export interface SeedAcl {
   readonly observabilityWildcards: readonly ObservabilityWildcard[];
   readonly shoots: readonly ShootAcl[];
 }
+
+/**
+ * The virtual garden's ACL (a `garden`-class Extension in the runtime cluster): the owner's rule,
+ * the ranges always admitted (the runtime cluster's nodes and pods, every ManagedSeed's egress,
+ * the operator's additional ranges) and the TLS chains of the virtual garden's API server on its
+ * ingress gateway.
+ */
+export interface GardenAcl {
+  readonly rule: AclRule;
+  readonly alwaysAllowed: readonly Cidr[];
+  readonly sniChains: readonly SniChain[];
+}

@@ -14,7 +14,6 @@ import { formatProblem } from '../gardener/problems.js';
 import { seedContext, shootAclFromInventory, type SeedInventory } from '../gardener/seed-acl.js';
 import { isNotFound } from '../kube/errors.js';
 import type { KubeObjectJson } from '../kube/object-json.js';
-import { WrittenVersions } from '../kube/written-versions.js';
 import { jsonEqual } from '../rbac/deep-equal.js';
 import { legacyProxyPatch, type LegacyProxyAcl } from '../rbac/legacy-proxy-patch.js';
 import { buildShootEnvoyFilters, shootFilterName, tunnelHopFilterName } from '../rbac/shoot-envoy-filters.js';
@@ -22,7 +21,8 @@ import { ReportedProblem, type Actuator, type ActuatorResult } from './actuator.
 import { appliedFromState, stateFor, stateSchema, type AppliedAcl } from '../gardener/applied-state.js';
 import type { ClusterClient, ObjectRef } from './cluster-client.js';
 import type { CombinedProtection } from './combined-syncer.js';
-import { MANAGED_RESOURCE_NAME, checkStoredManagedResource, managedResourceObjects, managedResourceProgress, type ManagedResourceProgress } from './managed-resource.js';
+import { MANAGED_RESOURCE_NAME, type ManagedResourceProgress } from './managed-resource.js';
+import { ManagedResourceWriter } from './managed-resource-writer.js';
 import { retireReferenceManagedResource } from './reference-extension.js';
 import { nextTunnelState, recordedTunnelState, tunnelStateFromRecord, type TunnelState } from './tunnel-generation.js';
 
@@ -62,15 +62,15 @@ function legacyProxyFilterNames(technicalID: string): string[] {
   return [technicalID, `${technicalID}-apiserver-proxy`];
 }
 
-const MR_REF = (namespace: string): ObjectRef => ({ apiVersion: 'resources.gardener.cloud/v1alpha1', kind: 'ManagedResource', name: MANAGED_RESOURCE_NAME, namespace });
 
 const DONE: ActuatorResult = { kind: 'done' };
 
 export class AclActuator implements Actuator {
-  /** Per shoot namespace, the ManagedResource this process last applied, until the cache shows it. */
-  private readonly managedResourceWrites = new WrittenVersions();
+  private readonly managedResources: ManagedResourceWriter;
 
-  constructor(private readonly deps: AclActuatorDeps) {}
+  constructor(private readonly deps: AclActuatorDeps) {
+    this.managedResources = new ManagedResourceWriter(deps.client, deps.cachedManagedResource);
+  }
 
   private log(ext: Extension): Logger {
     return this.deps.logger.child({ shoot: ext.metadata.namespace });
@@ -120,7 +120,7 @@ export class AclActuator implements Actuator {
       // The hosts written before stay too (a Gateway the cache has not seen yet, a restored shoot).
       const previous = recorded.success ? recorded.data : undefined;
       const ahead: ShootAcl = { ...acl, sniChains: [...acl.sniChains, ...hostsOnEveryGateway(previous?.sniHosts ?? [], ctx.gateways)] };
-      perShoot = await this.writeManagedResource(ext.metadata.namespace, buildShootEnvoyFilters(ahead, filterSeed));
+      perShoot = await this.managedResources.converge(ext.metadata.namespace, buildShootEnvoyFilters(ahead, filterSeed));
       const written = stateFor(ahead);
       state = {
         ...state,
@@ -130,7 +130,7 @@ export class AclActuator implements Actuator {
       };
       log.info({ hosts: written.sniHosts }, 'no Gateway in the shoot namespace yet; its filter is written ahead on every gateway for the hosts it will have');
     } else {
-      perShoot = await this.writeManagedResource(ext.metadata.namespace, buildShootEnvoyFilters(acl, filterSeed));
+      perShoot = await this.managedResources.converge(ext.metadata.namespace, buildShootEnvoyFilters(acl, filterSeed));
       // The combined syncer writes the shoot's hop chain of this generation from the recorded state.
       if (tunnels) state = { ...state, tunnels: recordedTunnelState(tunnels) };
     }
@@ -222,38 +222,6 @@ export class AclActuator implements Actuator {
   }
 
   /**
-   * Converges the stored ManagedResource on the desired one: written when it is missing or differs
-   * in anything we set (a foreign edit or delete comes back), its Secret created again when the
-   * resource manager reports it could not apply it (a deleted Secret). Unchanged: no write.
-   * Returns whether the resource manager has applied what is now stored.
-   */
-  private async writeManagedResource(namespace: string, filters: Parameters<typeof managedResourceObjects>[1]): Promise<ManagedResourceProgress> {
-    const { client } = this.deps;
-    const desired = managedResourceObjects(namespace, filters);
-    const stored = await this.storedManagedResource(namespace);
-    const check = checkStoredManagedResource(stored, desired.managedResource);
-    if (check.upToDate && !check.notApplied) return managedResourceProgress(stored);
-    // Add before remove: the new Secret exists before the ManagedResource names it.
-    await client.createIfAbsent(desired.secret);
-    // The Secret it named before is left to the resource manager's garbage collector, which deletes
-    // it once nothing references it (managed-resource.ts): the controller deletes no Secret.
-    if (!check.upToDate) this.managedResourceWrites.note(namespace, (await client.apply(desired.managedResource)).resourceVersion);
-    // Just written: the resource manager's status (an event on its informer) says when it is applied.
-    return { kind: 'waiting', detail: 'written; the resource manager has not applied it yet' };
-  }
-
-  /**
-   * The stored ManagedResource, from the cache when it can answer: it has listed, and it shows the
-   * last write of this process (an older copy could still name the Secret before it, and a rule
-   * changed back meanwhile would then look applied). Otherwise read live.
-   */
-  private async storedManagedResource(namespace: string): Promise<unknown> {
-    const cached = this.deps.cachedManagedResource?.(namespace);
-    if (cached !== undefined && !this.managedResourceWrites.lagging(namespace, cached.stored?.metadata.resourceVersion)) return cached.stored;
-    return this.deps.client.get(MR_REF(namespace));
-  }
-
-  /**
    * Gardener's legacy apiserver-proxy EnvoyFilters (< 1.123) get the shoot's RBAC filter from
    * the mutating webhook, which only runs when they are written: an empty merge patch makes
    * the API server admit them again with the ACL the Extension now records (or without it, when
@@ -296,22 +264,11 @@ export class AclActuator implements Actuator {
   private async remove(ext: Extension, force: boolean): Promise<ActuatorResult> {
     const { client } = this.deps;
     const namespace = ext.metadata.namespace;
-    this.managedResourceWrites.forget(namespace);
-    // Read live: a deletion is rare, and a cached copy that lags would skip the keepObjects patch.
-    const current = await client.get(MR_REF(namespace));
-    if (current) {
-      if (!(current['metadata'] as { deletionTimestamp?: string }).deletionTimestamp) {
-        // Only now may the resource manager delete the filters with the ManagedResource.
-        if ((current['spec'] as { keepObjects?: boolean } | undefined)?.keepObjects !== false) {
-          await client.mergePatch(MR_REF(namespace), { spec: { keepObjects: false } });
-        }
-        // Its Secret goes with the resource manager's garbage collector.
-        await client.delete(MR_REF(namespace));
-      }
-      // The resource manager deletes the applied filters, then its finalizer: until the
-      // ManagedResource is gone the filters may still be stored (its informer brings the
-      // Extension back here when the ManagedResource goes).
-      if (!force) return { kind: 'pending', reason: `waiting for gardener-resource-manager to delete the filters of ManagedResource ${namespace}/${MANAGED_RESOURCE_NAME}` };
+    // The resource manager deletes the applied filters, then its finalizer: until the
+    // ManagedResource is gone the filters may still be stored (its informer brings the
+    // Extension back here when the ManagedResource goes).
+    if ((await this.managedResources.remove(namespace)) === 'deleting' && !force) {
+      return { kind: 'pending', reason: `waiting for gardener-resource-manager to delete the filters of ManagedResource ${namespace}/${MANAGED_RESOURCE_NAME}` };
     }
     // The rebuild itself runs under the work queue's single combined key, never from here: two
     // computations racing could otherwise store the older one last.

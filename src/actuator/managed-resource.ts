@@ -46,11 +46,11 @@ export function secretReferenceAnnotation(secretName: string): [string, string] 
   return [`reference.resources.gardener.cloud/secret-${sha256Hex8(secretName)}`, secretName];
 }
 
-export function managedResourceObjects(namespace: string, filters: readonly ShootEnvoyFilter[]): ManagedResourceObjects {
+export function managedResourceObjects(namespace: string, filters: readonly ShootEnvoyFilter[], name: string = MANAGED_RESOURCE_NAME): ManagedResourceObjects {
   // yamlDocument writes what the yaml library would, byte for byte (test/render/yaml-document.test.ts),
   // in a tenth of its time: this ran on every reconcile and was a fifth of a soak's controller CPU.
   const manifest = filters.map(yamlDocument).join('---\n');
-  const secretName = `managedresource-${MANAGED_RESOURCE_NAME}-${sha256Hex8(manifest)}`;
+  const secretName = `managedresource-${name}-${sha256Hex8(manifest)}`;
   const labels = { [MANAGED_BY_LABEL]: MANAGED_BY };
   const [refKey, refValue] = secretReferenceAnnotation(secretName);
   return {
@@ -65,7 +65,7 @@ export function managedResourceObjects(namespace: string, filters: readonly Shoo
     managedResource: {
       apiVersion: 'resources.gardener.cloud/v1alpha1',
       kind: 'ManagedResource',
-      metadata: { name: MANAGED_RESOURCE_NAME, namespace, labels, annotations: { [refKey]: refValue } },
+      metadata: { name, namespace, labels, annotations: { [refKey]: refValue } },
       spec: { class: 'seed', secretRefs: [{ name: secretName }], keepObjects: true },
     },
   };

@@ -1,5 +1,3 @@
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { pino, type Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
@@ -8,8 +6,6 @@ import { AclController } from '../actuator/controller.js';
 import { ExtensionHeartbeat } from '../actuator/heartbeat.js';
 import { KubeClusterClient } from '../actuator/kube-cluster-client.js';
 import { LeaseFence } from '../kube/lease-fence.js';
-import { LeaderElector } from '../kube/leader-election.js';
-import { createLeaderElectionMetrics } from '../kube/metrics.js';
 import type { KubeTarget } from '../kube/objects-client.js';
 import { WebhookCertificateManager, retireManagedWebhookConfiguration } from '../webhook/certificate-manager.js';
 import { describeError } from '../kube/errors.js';
@@ -17,12 +13,10 @@ import { servingNames } from '../webhook/serving-names.js';
 import { serviceHasReadyEndpoint, urlAnswers } from '../webhook/webhook-backend.js';
 import { CONFIGURATION_NAME, mutatingWebhookConfiguration, type ClientTarget } from '../webhook/webhook-configuration.js';
 import type { CommandIO } from './command-io.js';
-import { argsUsageError, parseCommandArgs } from './command-args.js';
 import { CONTROLLER_FLAGS } from './controller-flags.js';
-import { flagsSchema, parseOptions } from './flag-table.js';
+import { flagsSchema } from './flag-table.js';
 import { KubeConfigProblem, loadKubeConfig } from './kubeconfig.js';
-import { loadOperatorConfigFile } from './operator-config-file.js';
-import { startProbeServer } from './probe-server.js';
+import { controllerCommandInput, runLeaderProcess } from './leader-process.js';
 import { CONTROLLER_USAGE } from './usage-texts.js';
 
 /** Secrets <prefix>-ca and <prefix>-tls; the chart mounts the latter into the webhook Pods. */
@@ -42,21 +36,9 @@ const argsSchema = flagsSchema(CONTROLLER_FLAGS)
   });
 
 export async function controllerCommand(argv: readonly string[], io: CommandIO): Promise<number> {
-  const parsed = parseCommandArgs(argv, io, CONTROLLER_USAGE, parseOptions(CONTROLLER_FLAGS));
-  if ('exitCode' in parsed) return parsed.exitCode;
-  const args = argsSchema.safeParse(parsed.values);
-  if (!args.success) return argsUsageError(io, CONTROLLER_USAGE, args.error.issues);
-  const a = args.data;
-  // client-go's rule: the lease outlives the renew deadline, which outlasts retries with jitter.
-  if (a['leader-elect'] && !(a['lease-duration'] > a['renew-deadline'] && a['renew-deadline'] > 1.2 * a['retry-period'])) {
-    io.stderr('--lease-duration must exceed --renew-deadline, which must exceed 1.2 x --retry-period\n');
-    return 2;
-  }
-  const operator = await loadOperatorConfigFile(a.config);
-  if ('error' in operator) {
-    io.stderr(`${operator.error}\n`);
-    return 2;
-  }
+  const input = await controllerCommandInput(argv, io, CONTROLLER_USAGE, CONTROLLER_FLAGS, argsSchema);
+  if ('exitCode' in input) return input.exitCode;
+  const { a, operator } = input;
 
   const logger = pino({ level: a['log-level'], base: { component: 'gardener-acl-controller' } });
   let kubeConfig: KubeConfig;
@@ -77,7 +59,7 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
   const controller = new AclController({
     kubeConfig,
     client,
-    operator: operator.config,
+    operator: operator,
     logger,
     registry,
     workers: a.workers,
@@ -86,7 +68,7 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
     ...(a['served-check-interval'] > 0 ? { servedCheck: { intervalMs: a['served-check-interval'], maxReadBytes: a['served-check-max-read-mib'] * 2 ** 20 } } : {}),
   });
   const certificates = a['webhook-certificates-namespace']
-    ? seedWebhookCertificates(a, a['webhook-certificates-namespace'], { kubeConfig, ...(fence ? { fence } : {}) }, operator.config.legacyProxyPort, logger, () => {
+    ? seedWebhookCertificates(a, a['webhook-certificates-namespace'], { kubeConfig, ...(fence ? { fence } : {}) }, operator.legacyProxyPort, logger, () => {
         // Legacy filters written while the registration was missing or wrong lack the RBAC filter: nudge them all now.
         logger.info('the webhook registration was repaired; reconciling every shoot so that Gardener’s legacy filters are admitted again');
         controller.resync();
@@ -94,63 +76,6 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
     : undefined;
   // The writer renews Gardener's extension heartbeat, which gardenlet reads next to the conditions we report.
   const heartbeat = new ExtensionHeartbeat(client, a['leader-election-namespace'], a['leader-election-id'], logger);
-  const elector = a['leader-elect']
-    ? new LeaderElector({
-        kubeConfig,
-        namespace: a['leader-election-namespace'],
-        name: a['leader-election-id'],
-        identity: `${hostname()}_${randomUUID()}`,
-        leaseDurationMs: a['lease-duration'],
-        renewDeadlineMs: a['renew-deadline'],
-        retryPeriodMs: a['retry-period'],
-        metrics: createLeaderElectionMetrics(registry),
-        logger,
-        ...(fence ? { fence } : {}),
-        // The process exits after a loss: it must not win the lease back while it shuts down.
-        campaignAfterLoss: false,
-        onStartedLeading: () => {
-          logger.info('became leader; starting workers');
-          controller.startWorkers();
-          heartbeat.start();
-          void certificates?.start();
-          if (a['no-seed-webhook']) void retireWebhookConfiguration();
-        },
-        // Like controller-runtime: a replica that lost the lease exits rather than risk two writers.
-        onStoppedLeading: (reason) => {
-          if (reason !== 'lost') return;
-          logger.error('lost leadership; exiting');
-          void shutdown(1);
-        },
-      })
-    : undefined;
-  const probes = await startProbeServer({
-    port: a['probe-port'],
-    registry,
-    readyz: () => [
-      ...(controller.cachesSynced() ? [] : ['caches not synced']),
-      ...controller.cachesNotWatchingFor(a['cache-unready-after']).map((name) => `cache ${name}: no open watch for over ${a['cache-unready-after'] / 1000} s`),
-    ],
-    healthz: () => [
-      ...[elector?.leaderHealthProblem()].filter((problem) => problem !== undefined),
-      ...controller.cachesNotWatchingFor(a['cache-unhealthy-after']).map((name) => `cache ${name}: no open watch for over ${a['cache-unhealthy-after'] / 1000} s`),
-    ],
-  });
-
-  // Order: stop taking work, let what is in flight finish (bounded), only then release the
-  // lease, so that no write of ours lands after a successor's first write.
-  let shuttingDown = false;
-  async function shutdown(code: number): Promise<void> {
-    shuttingDown = true;
-    logger.info('shutting down');
-    heartbeat.stop();
-    certificates?.stop();
-    const finished = await controller.stopWorkers(a['graceful-shutdown-timeout']);
-    if (!finished) logger.warn({ timeoutMs: a['graceful-shutdown-timeout'] }, 'reconciles still in flight at the graceful shutdown timeout; the lease is kept (not released) so it expires on its own');
-    await elector?.stop({ release: finished });
-    await controller.stop();
-    probes.close();
-    process.exit(code);
-  }
   // Without the seed webhook (chart: webhook.enabled false) a registration an earlier install made
   // must not stay: it would refuse every legacy filter write, failing closed on a missing Service.
   async function retireWebhookConfiguration(): Promise<void> {
@@ -161,27 +86,26 @@ export async function controllerCommand(argv: readonly string[], io: CommandIO):
       logger.warn({ err: describeError(error), configuration: `${ref.kind}/${ref.name}` }, 'could not check or delete the webhook configuration an earlier install made');
     }
   }
-
-  process.once('SIGTERM', () => void shutdown(0));
-  process.once('SIGINT', () => void shutdown(0));
-
-  try {
-    await controller.startCaches();
-  } catch (error) {
-    // A signal before the first lists completed stops the caches: shutdown() ends the process.
-    if (shuttingDown) return new Promise<number>(() => undefined);
-    throw error;
-  }
-  logger.info({ combinedForm: operator.config.combinedForm, protectedPorts: operator.config.protectedPorts, protectedHeaders: operator.config.protectedHeaders }, 'caches synced');
-  if (elector) await elector.run();
-  else {
-    controller.startWorkers();
-    heartbeat.start();
-    void certificates?.start();
-    if (a['no-seed-webhook']) void retireWebhookConfiguration();
-  }
-  // Runs until a signal or lost leadership ends the process.
-  return new Promise<number>(() => undefined);
+  return runLeaderProcess({
+    settings: a,
+    kubeConfig,
+    logger,
+    registry,
+    fence,
+    work: controller,
+    alongside: {
+      start: () => {
+        heartbeat.start();
+        void certificates?.start();
+        if (a['no-seed-webhook']) void retireWebhookConfiguration();
+      },
+      stop: () => {
+        heartbeat.stop();
+        certificates?.stop();
+      },
+    },
+    syncedFields: { combinedForm: operator.combinedForm, protectedPorts: operator.protectedPorts, protectedHeaders: operator.protectedHeaders },
+  });
 }
 
 /** The seed webhook's certificates and its MutatingWebhookConfiguration, kept by the leader. */

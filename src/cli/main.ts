@@ -23,6 +23,7 @@ const RUN: Record<CommandName, (argv: readonly string[]) => Promise<number>> = {
   verify: async (argv) => (await import('./verify-command.js')).verifyCommand(argv, io),
   validate: async (argv) => (await import('./validate-command.js')).validateCommand(argv, io),
   controller: async (argv) => (await import('./controller-command.js')).controllerCommand(argv, io),
+  'garden-controller': async (argv) => (await import('./garden-controller-command.js')).gardenControllerCommand(argv, io),
   registration: async (argv) => (await import('./registration-command.js')).registrationCommand(argv, io),
   webhook: async (argv) => (await import('./webhook-command.js')).webhookCommand(argv, io),
   'webhook-config': async (argv) => (await import('./webhook-command.js')).webhookConfigCommand(argv, io),

@@ -3,6 +3,7 @@
 // fastify, pino, ...). The command modules re-export their text from here.
 import { CONTROLLER_FLAGS } from './controller-flags.js';
 import { EXPLAIN_FLAGS } from './explain-flags.js';
+import { GARDEN_CONTROLLER_FLAGS } from './garden-controller-flags.js';
 import { flagLines } from './flag-table.js';
 import { VERIFY_FLAGS } from './verify-flags.js';
 import { REGISTRATION_FLAGS } from './registration-flags.js';
@@ -15,6 +16,7 @@ export const COMMANDS = [
   { name: 'verify', summary: "whether a gateway's Envoy serves every ACL shoot's protection (its config dump)" },
   { name: 'validate', summary: "check Shoot manifests' acl providerConfig offline, as the admission webhook does" },
   { name: 'controller', summary: 'run the extension controller on a seed' },
+  { name: 'garden-controller', summary: "run the controller that protects the virtual garden's API server (runtime cluster)" },
   { name: 'registration', summary: 'print the ControllerRegistration/ControllerDeployment (or gardener-operator Extension)' },
   { name: 'webhook', summary: 'serve the admission webhooks (EnvoyFilters on the seed, Shoots in the garden)' },
   { name: 'webhook-config', summary: 'print the webhook registration objects' },
@@ -86,6 +88,16 @@ Runs the extension controller for Extensions of type acl on a seed.
 
 ${flagLines(CONTROLLER_FLAGS, 36)}`;
 
+export const GARDEN_CONTROLLER_USAGE = `usage: gardener-acl garden-controller [options]
+
+Runs the controller for the garden-class Extension of type acl (garden/garden-acl, written by
+gardener-operator from the Garden's spec.extensions) in the runtime cluster: it protects the
+virtual garden's kube-apiserver on its ingress gateway (every host of the Gateway
+garden/virtual-garden-kube-apiserver), always admitting the runtime cluster's nodes and pods and
+the egress of every ManagedSeed's shoot, read from the virtual garden.
+
+${flagLines(GARDEN_CONTROLLER_FLAGS, 36)}`;
+
 export const REGISTRATION_USAGE = `usage: gardener-acl registration [options]
 
 Prints what a Gardener operator applies to install the extension: a ControllerRegistration
@@ -132,6 +144,7 @@ const USAGES: Record<Exclude<CommandName, 'version'>, () => Promise<string>> = {
   verify: async () => VERIFY_USAGE,
   validate: async () => (await import('./validate-command.js')).VALIDATE_USAGE,
   controller: async () => CONTROLLER_USAGE,
+  'garden-controller': async () => GARDEN_CONTROLLER_USAGE,
   registration: async () => REGISTRATION_USAGE,
   webhook: async () => WEBHOOK_USAGE,
   'webhook-config': async () => WEBHOOK_CONFIG_USAGE,

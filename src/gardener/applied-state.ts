@@ -61,14 +61,15 @@ export type AppliedAcl = Pick<ShootAcl, 'technicalID' | 'rule' | 'alwaysAllowed'
 
 const strings = (cidrs: readonly Cidr[]): string[] => cidrs.map(formatCidr);
 
-export function stateFor(acl: ShootAcl): { gatewayNamespaces: string[]; sniHosts: string[]; applied: z.input<typeof appliedSchema> } {
+/** What is recorded for an ACL: a shoot's, or the virtual garden's (no legacy path). */
+export function stateFor(acl: Pick<ShootAcl, 'rule' | 'alwaysAllowed' | 'sniChains'> & Partial<Pick<ShootAcl, 'legacyProxyAllowed'>>): { gatewayNamespaces: string[]; sniHosts: string[]; applied: z.input<typeof appliedSchema> } {
   return {
     gatewayNamespaces: [...new Set(acl.sniChains.map((c) => c.gateway.namespace))].sort(),
     sniHosts: [...new Set(acl.sniChains.flatMap((c) => c.hosts))].sort(),
     applied: {
       rule: { action: acl.rule.action, type: acl.rule.type, cidrs: strings(acl.rule.cidrs), mode: acl.rule.mode },
       alwaysAllowed: strings(acl.alwaysAllowed),
-      legacyProxyAllowed: strings(acl.legacyProxyAllowed),
+      legacyProxyAllowed: strings(acl.legacyProxyAllowed ?? []),
     },
   };
 }

@@ -1,5 +1,4 @@
 import { normalizeCidrSet, type Cidr } from '../acl/cidr.js';
-import { cidrStringSchema } from '../acl/cidr-schema.js';
 import { formatFieldErrors } from '../acl/field-errors.js';
 import type { GatewayWorkload, Labels, ObservabilityWildcard, SeedAcl, ShootAcl, SniChain } from '../acl/model.js';
 import type { OperatorConfig } from '../acl/operator-settings.js';
@@ -10,9 +9,10 @@ import { hostsOnEveryGateway, predictedApiHosts } from './predicted-api-hosts.js
 import { objectRef, type Problem } from './problems.js';
 import { EXTENSION_TYPE, hasShootClass } from './extension-class.js';
 import { perObject } from '../json/per-object.js';
+import { CidrCollector } from './cidr-collector.js';
+import { GATEWAY_DEPLOYMENT, isSubset, isTlsServer, podLabels, resolveGateway, serverHosts, sortedLabels, tlsChains } from './gateway-workloads.js';
 
 export { EXTENSION_TYPE };
-const GATEWAY_DEPLOYMENT = 'istio-ingressgateway';
 const OBSERVABILITY_GATEWAY = { namespace: 'garden', name: 'nginx-ingress-controller' };
 const SHOOT_INFO = { namespace: 'kube-system', name: 'shoot-info' };
 
@@ -46,17 +46,8 @@ export interface SeedAclResult {
   readonly problems: readonly Problem[];
 }
 
-function sortedLabels(labels: Labels): Labels {
-  return Object.fromEntries(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : 1)));
-}
 
-function isSubset(selector: Labels, labels: Labels): boolean {
-  return Object.entries(selector).every(([k, v]) => labels[k] === v);
-}
 
-function podLabels(d: Deployment): Labels {
-  return { ...d.spec.selector.matchLabels, ...(d.spec.template?.metadata.labels ?? {}) };
-}
 
 /**
  * Whether a change of gateway Deployments (`changed`: each as it was and as it is) can change what
@@ -91,46 +82,9 @@ function selectingServingPods(selector: Labels, pods: readonly Pod[]): Labels {
   return Object.fromEntries(Object.entries(selector).filter(([key, value]) => serving.every((p) => p.metadata.labels?.[key] === value)));
 }
 
-/** The gateway a Gateway object's selector picks, the way Istio does: pods whose labels include it. */
-function resolveGateway(gateway: Gateway, deployments: readonly Deployment[], gateways: readonly GatewayWorkload[]): GatewayWorkload | string {
-  if (Object.keys(gateway.spec.selector).length === 0) return 'spec.selector is empty; cannot tell which ingress gateway serves it';
-  const matches = deployments.filter((d) => d.metadata.name === GATEWAY_DEPLOYMENT && isSubset(gateway.spec.selector, podLabels(d)));
-  const namespaces = [...new Set(matches.map((d) => d.metadata.namespace))];
-  const found = gateways.find((g) => namespaces.length === 1 && g.namespace === namespaces[0]);
-  if (found) return found;
-  const selector = JSON.stringify(gateway.spec.selector);
-  return namespaces.length === 0
-    ? `spec.selector ${selector} matches no ${GATEWAY_DEPLOYMENT} Deployment`
-    : `spec.selector ${selector} matches ${GATEWAY_DEPLOYMENT} Deployments in ${namespaces.length} namespaces (${namespaces.join(', ')}); expected exactly one`;
-}
 
-function stripNamespace(host: string): string {
-  const slash = host.indexOf('/');
-  return slash >= 0 ? host.slice(slash + 1) : host;
-}
 
-function isTlsServer(server: Gateway['spec']['servers'][number]): boolean {
-  const protocol = (server.port.protocol ?? '').toUpperCase();
-  return protocol === 'TLS' || protocol === 'HTTPS' || Boolean(server.tls);
-}
 
-class CidrCollector {
-  readonly cidrs: Cidr[] = [];
-  constructor(
-    private readonly problems: Problem[],
-    private readonly object: string,
-  ) {}
-  ok = true;
-  add(value: string | null | undefined, path: string): void {
-    if (value === undefined || value === null || value === '') return;
-    const parsed = cidrStringSchema.safeParse(value);
-    if (parsed.success) this.cidrs.push(parsed.data);
-    else {
-      this.ok = false;
-      this.problems.push({ severity: 'error', object: this.object, message: `${path}: ${parsed.error.issues[0]?.message ?? 'invalid'}` });
-    }
-  }
-}
 
 function managedSeedEgress(inv: SeedInventory, gateways: readonly GatewayWorkload[], problems: Problem[]): { cidrs: Cidr[]; ok: boolean } {
   // A Proxy-mode load balancer hairpins the seed's own traffic through its egress addresses.
@@ -161,7 +115,7 @@ function managedSeedEgress(inv: SeedInventory, gateways: readonly GatewayWorkloa
  */
 const parsedConfigs = perObject((_raw: object) => new Map<number, ProviderConfigResult>());
 
-function parsedProviderConfig(raw: unknown, maxCidrs: number): ProviderConfigResult {
+export function parsedProviderConfig(raw: unknown, maxCidrs: number): ProviderConfigResult {
   if (typeof raw !== 'object' || raw === null) return parseProviderConfig(raw, maxCidrs, 'spec.providerConfig');
   const byLimit = parsedConfigs(raw);
   const known = byLimit.get(maxCidrs);
@@ -309,17 +263,13 @@ function computeShootAcl(
   const sniChains: SniChain[] = [];
   const shootGateways = [...(ctx.index.gateways.get(namespace) ?? [])].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
   for (const gateway of shootGateways) {
-    const tlsServers = gateway.spec.servers.filter(isTlsServer);
-    if (tlsServers.length === 0) continue;
+    if (!gateway.spec.servers.some(isTlsServer)) continue;
     const workload = resolveGateway(gateway, inv.deployments, ctx.gateways);
     if (typeof workload === 'string') {
       problems.push({ severity: 'error', object: objectRef('Gateway', namespace, gateway.metadata.name), message: workload });
       continue;
     }
-    for (const server of tlsServers) {
-      const hosts = server.hosts.map(stripNamespace).filter((h) => h !== '*');
-      if (hosts.length > 0) sniChains.push({ gateway: workload, hosts });
-    }
+    sniChains.push(...tlsChains(gateway, workload));
   }
   if (shootGateways.length === 0) {
     flag.noGateways();
@@ -356,7 +306,7 @@ function observabilityWildcards(inv: SeedInventory, gateways: readonly GatewayWo
   const domains = new Set(
     gateway.spec.servers
       .filter(isTlsServer)
-      .flatMap((s) => s.hosts.map(stripNamespace))
+      .flatMap(serverHosts)
       .filter((h) => h.startsWith('*.'))
       .map((h) => h.slice(2)),
   );

@@ -18,7 +18,7 @@ export function shootFilterName(technicalID: string): string {
   return `acl-${technicalID}`;
 }
 
-function sniPatch(port: number, sni: string, filterName: string, statPrefix: string, policies: Record<string, Policy>, mode: RuleMode): ConfigPatch {
+export function sniPatch(port: number, sni: string, filterName: string, statPrefix: string, policies: Record<string, Policy>, mode: RuleMode): ConfigPatch {
   return {
     applyTo: 'NETWORK_FILTER',
     match: { context: 'GATEWAY', listener: { portNumber: port, filterChain: { sni } } },

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { completionCommand } from '../../src/cli/completion-command.js';
 import { controllerCommand } from '../../src/cli/controller-command.js';
+import { gardenControllerCommand } from '../../src/cli/garden-controller-command.js';
 import { explainCommand } from '../../src/cli/explain-command.js';
 import { registrationCommand } from '../../src/cli/registration-command.js';
 import type { CommandIO } from '../../src/cli/command-io.js';
@@ -239,6 +240,7 @@ describe('the flags completion offers', () => {
     verify: verifyCommand,
     validate: validateCommand,
     controller: controllerCommand,
+    'garden-controller': gardenControllerCommand,
     registration: registrationCommand,
     webhook: webhookCommand,
     'webhook-config': webhookConfigCommand,

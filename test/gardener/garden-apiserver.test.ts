@@ -3,10 +3,8 @@
 // etcd, gardener-apiserver in process behind the aggregation layer). Real Shoot objects pass
 // Gardener's own validation and then our webhook, registered in that kube-apiserver as on a
 // garden cluster; what the client sees (refusal text, warning headers) is asserted.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { request, type RequestOptions } from 'node:https';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,7 +12,7 @@ import { Registry } from 'prom-client';
 import { createObject, getObject, mergePatch, type ObjectRef } from '../../src/kube/objects-client.js';
 import { webhookConfigCommand } from '../../src/cli/webhook-command.js';
 import { eventually } from '../kube/kube-test-helpers.js';
-import { gardenerBin } from '../support/gardener-resource-manager.js';
+import { gardenShoot, startGardenApiServer, type GardenApiServer } from '../support/garden-apiserver.js';
 import { startTestWebhook, type TestWebhook } from '../webhook/webhook-fixtures.js';
 
 const NAMESPACE = 'garden-p';
@@ -23,20 +21,7 @@ const shootRef = (name: string): ObjectRef => ({ apiVersion: 'core.gardener.clou
 const allowRule = (...cidrs: string[]) => ({ rule: { action: 'ALLOW', type: 'remote_ip', cidrs } });
 
 function shoot(name: string, providerConfig: unknown, entry: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    apiVersion: 'core.gardener.cloud/v1beta1',
-    kind: 'Shoot',
-    metadata: { name, namespace: NAMESPACE },
-    spec: {
-      cloudProfile: { kind: 'CloudProfile', name: 'cloudprofile1' },
-      credentialsBindingName: 'credentials',
-      region: 'europe-central-1',
-      provider: { type: 'local', workers: [{ name: 'pool', minimum: 1, maximum: 1, machine: { type: 'large', image: { name: 'image', version: '1.0.0' } } }] },
-      kubernetes: { version: '1.33.0' },
-      networking: { type: 'calico', nodes: '10.180.0.0/16' },
-      extensions: [{ type: 'acl', providerConfig, ...entry }],
-    },
-  };
+  return gardenShoot(name, NAMESPACE, { extensions: [{ type: 'acl', providerConfig, ...entry }] });
 }
 
 interface Answer {
@@ -68,11 +53,9 @@ async function createShoot(kc: KubeConfig, body: Record<string, unknown>): Promi
 }
 
 describe('the Shoot webhook behind the real gardener-apiserver', () => {
-  let garden: ChildProcess | undefined;
-  let dir: string;
+  let garden: GardenApiServer | undefined;
   let kc: KubeConfig;
   let hook: TestWebhook;
-  const output: string[] = [];
   const registry = new Registry();
   const shootCalls = async () =>
     ((await registry.getSingleMetric('controller_runtime_webhook_requests_total')?.get())?.values ?? [])
@@ -80,16 +63,8 @@ describe('the Shoot webhook behind the real gardener-apiserver', () => {
       .reduce((sum, v) => sum + v.value, 0);
 
   beforeAll(async () => {
-    dir = await mkdtemp(path.join(tmpdir(), 'gardener-acl-garden-'));
-    const kubeconfig = path.join(dir, 'kubeconfig');
-    garden = spawn(gardenerBin('gardener-contract'), ['garden', `--kube-assets=${process.env['KUBE_ASSETS'] ?? ''}`, `--kubeconfig-out=${kubeconfig}`], { stdio: ['pipe', 'pipe', 'pipe'] });
-    garden.stdout?.on('data', (chunk: Buffer) => output.push(chunk.toString('utf8')));
-    garden.stderr?.on('data', (chunk: Buffer) => output.push(chunk.toString('utf8')));
-    await eventually('garden control plane', () => output.join('').includes('{"step":"garden","ok":true'), 120_000).catch((error: Error) => {
-      throw new Error(`${error.message}\n${output.join('').slice(-4000)}`);
-    });
-    kc = new KubeConfig();
-    kc.loadFromFile(kubeconfig);
+    garden = await startGardenApiServer();
+    kc = garden.kubeConfig;
     await createObject(kc, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NAMESPACE } });
     hook = await startTestWebhook(undefined, { registry });
     const caFile = path.join(hook.certDir, 'ca.crt');
@@ -105,9 +80,7 @@ describe('the Shoot webhook behind the real gardener-apiserver', () => {
 
   afterAll(async () => {
     await hook?.app.stop();
-    garden?.stdin?.end();
-    garden?.kill('SIGTERM');
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await garden?.stop();
   });
 
   it('an invalid rule: gardener-apiserver refuses the Shoot with our message, naming the field and the fix; valid and disabled ones are stored', async () => {

@@ -57,7 +57,20 @@ export interface ExtensionSteps {
 
 /** Drives the Extension `acl` of one shoot through gardenlet's deployer, step by step. */
 export function gardenletExtension(o: ExtensionSteps): Promise<ContractRun> {
-  const args = ['extension', `--kubeconfig=${o.kubeconfig}`, `--namespace=${o.namespace}`, `--steps=${o.steps.join(',')}`];
+  return extensionSteps(o, []);
+}
+
+/**
+ * Drives the Garden's Extension `acl` as gardener-operator does: the same deployer with class
+ * garden and the name prefix garden- in namespace garden (Extension garden/garden-acl), and the
+ * same readiness check before the Garden's reconcile goes on.
+ */
+export function gardenOperatorExtension(o: Omit<ExtensionSteps, 'namespace'>): Promise<ContractRun> {
+  return extensionSteps({ ...o, namespace: 'garden' }, ['--class=garden', '--name-prefix=garden-']);
+}
+
+function extensionSteps(o: ExtensionSteps, extra: readonly string[]): Promise<ContractRun> {
+  const args = ['extension', `--kubeconfig=${o.kubeconfig}`, `--namespace=${o.namespace}`, `--steps=${o.steps.join(',')}`, ...extra];
   if (o.providerConfig !== undefined) args.push(`--provider-config=${JSON.stringify(o.providerConfig)}`);
   if (o.timeout) args.push(`--timeout=${o.timeout}`);
   if (o.interval) args.push(`--interval=${o.interval}`);

@@ -33,9 +33,14 @@ export function gardenerBin(name: 'gardener-resource-manager' | 'gardener-contra
   return file;
 }
 
-/** Gardener's CRD for VerticalPodAutoscalers, copied from the pinned module by scripts/setup-gardener.sh. */
+/** One of Gardener's CRDs, copied from the pinned module by scripts/setup-gardener.sh. */
+export function gardenerCrdFile(name: 'autoscaling.k8s.io_verticalpodautoscalers.yaml' | 'operator.gardener.cloud_gardens.yaml'): string {
+  return path.join(path.dirname(gardenerBin('gardener-resource-manager')), 'crds', name);
+}
+
+/** Gardener's CRD for VerticalPodAutoscalers. */
 export function gardenerVpaCrdFile(): string {
-  return path.join(path.dirname(gardenerBin('gardener-resource-manager')), 'crds', 'autoscaling.k8s.io_verticalpodautoscalers.yaml');
+  return gardenerCrdFile('autoscaling.k8s.io_verticalpodautoscalers.yaml');
 }
 
 export interface ResourceManagerOptions {

@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
@@ -31,6 +32,10 @@ func runExtension(args []string) bool {
 	interval := fs.Duration("interval", extension.DefaultInterval, "Wait poll interval (gardenlet: 5s)")
 	severe := fs.Duration("severe-threshold", extension.DefaultSevereThreshold, "time after which a reported error is severe (gardenlet: 30s)")
 	verbose := fs.Bool("v", false, "log the deployer's own messages to stderr")
+	// gardener-operator deploys a Garden's extensions with this deployer too, with class garden and
+	// the name prefix garden- (pkg/operator/controller/garden/garden/components.go newExtensions).
+	class := fs.String("class", "", "Extension class (empty: none, as gardenlet; garden: as gardener-operator)")
+	namePrefix := fs.String("name-prefix", "", "prefix of the Extension's name (gardener-operator: garden-)")
 	_ = fs.Parse(args)
 
 	c, err := seedClient(*kubeconfig)
@@ -45,7 +50,7 @@ func runExtension(args []string) bool {
 	if *verbose {
 		log = funcr.New(func(prefix, args string) { fmt.Fprintln(stderr, prefix, args) }, funcr.Options{})
 	}
-	deployer := extension.New(log, c, &extension.Values{
+	values := &extension.Values{
 		Namespace: *namespace,
 		Extensions: map[string]extension.Extension{
 			*extType: {
@@ -59,7 +64,14 @@ func runExtension(args []string) bool {
 				Timeout: *timeout,
 			},
 		},
-	}, *interval, *severe, *timeout)
+	}
+	if *class != "" {
+		values.Class = ptr.To(extensionsv1alpha1.ExtensionClass(*class))
+	}
+	if *namePrefix != "" {
+		values.NamePrefix = ptr.To(*namePrefix)
+	}
+	deployer := extension.New(log, c, values, *interval, *severe, *timeout)
 	ctx := context.Background()
 	for _, step := range strings.Split(*steps, ",") {
 		started := time.Now()

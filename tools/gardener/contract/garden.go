@@ -22,9 +22,9 @@ import (
 // until stdin closes or a signal arrives. Shoots are then validated by Gardener's own API code and
 // by the admission webhooks registered in that kube-apiserver, as on a real garden cluster.
 //
-// The admission plugins that need a whole landscape (Project, CloudProfile, Seed, quotas, DNS)
-// are disabled, as Gardener's shootstate integration test does; API validation and the webhook
-// admission chain stay on.
+// The admission plugins that need a whole landscape (Project, CloudProfile, Seed, quotas, DNS,
+// a ManagedSeed's gardenlet and seed configuration) are disabled, as Gardener's shootstate
+// integration test does; API validation and the webhook admission chain stay on.
 func runGarden(args []string) bool {
 	fs := flag.NewFlagSet("garden", flag.ExitOnError)
 	assets := fs.String("kube-assets", "", "directory with kube-apiserver and etcd")
@@ -38,7 +38,7 @@ func runGarden(args []string) bool {
 	env := &gardenerenvtest.GardenerTestEnvironment{
 		Environment: &envtest.Environment{},
 		GardenerAPIServer: &gardenerenvtest.GardenerAPIServer{
-			Args: []string{"--disable-admission-plugins=DeletionConfirmation,ResourceReferenceManager,ExtensionValidator,ShootQuotaValidator,ShootValidator,ShootTolerationRestriction,ShootDNS,ShootMutator"},
+			Args: []string{"--disable-admission-plugins=DeletionConfirmation,ResourceReferenceManager,ExtensionValidator,ShootQuotaValidator,ShootValidator,ShootTolerationRestriction,ShootDNS,ShootMutator,ManagedSeed"},
 		},
 	}
 	cfg, err := env.Start()

@@ -1,0 +1,123 @@
+// Issue 32 points 1 and 3: the garden ACL's controller against real components. The runtime
+// cluster is a real kube-apiserver with gardener-operator's Garden CRD and the real
+// gardener-resource-manager (class seed, which applies the ManagedResources in namespace garden);
+// the virtual garden is the real gardener-apiserver (test/support/garden-apiserver.ts) holding a
+// ManagedSeed and its Shoot; the Extension garden/garden-acl is written, waited for and deleted
+// by Gardener's own Extension deployer as gardener-operator drives it (class garden, name prefix
+// garden-, its readiness check). What the resource manager stored is asserted.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Registry } from 'prom-client';
+import { GardenController } from '../../src/actuator/garden-controller.js';
+import { GARDEN_MANAGED_RESOURCE_NAME } from '../../src/actuator/garden-actuator.js';
+import { KubeClusterClient } from '../../src/actuator/kube-cluster-client.js';
+import { defaultOperatorConfig } from '../../src/config/operator-config.js';
+import { createObject, getObject, patchStatus, type ObjectRef, type ObjectToWrite } from '../../src/kube/objects-client.js';
+import type { ControlPlane } from '../kube/control-plane.js';
+import { eventually, startWithCRDs, testLogger } from '../kube/kube-test-helpers.js';
+import { gardenShoot, startGardenApiServer, type GardenApiServer } from '../support/garden-apiserver.js';
+import { gardenOperatorExtension } from '../support/gardener-contract.js';
+import { gardenerCrdFile, startResourceManager, type ResourceManager } from '../support/gardener-resource-manager.js';
+import { GARDEN_GATEWAY_NAMESPACE, gardenObject, virtualGardenRuntimeObjects } from '../istio/garden-fixture.js';
+
+const RULE = { rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['203.0.113.0/24', '2001:db8:a::/48'] } };
+const FILTER: ObjectRef = { apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name: 'acl-virtual-garden', namespace: GARDEN_GATEWAY_NAMESPACE };
+const MR: ObjectRef = { apiVersion: 'resources.gardener.cloud/v1alpha1', kind: 'ManagedResource', name: GARDEN_MANAGED_RESOURCE_NAME, namespace: 'garden' };
+const EXTENSION: ObjectRef = { apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension', name: 'garden-acl', namespace: 'garden' };
+
+/** The Garden as the CRD requires it: the garden fixture's networking plus the fields gardener-operator's schema makes required. */
+function storableGarden(): ObjectToWrite {
+  const garden = gardenObject() as { spec: { runtimeCluster: Record<string, unknown>; virtualCluster: Record<string, unknown> } } & ObjectToWrite;
+  return {
+    ...garden,
+    spec: {
+      ...garden.spec,
+      runtimeCluster: { ...garden.spec.runtimeCluster, ingress: { controller: { kind: 'nginx' } }, provider: {} },
+      virtualCluster: {
+        ...garden.spec.virtualCluster,
+        gardener: { clusterIdentity: 'test-garden' },
+        kubernetes: { version: '1.33.0' },
+        maintenance: { timeWindow: { begin: '220000+0100', end: '230000+0100' } },
+        networking: { services: ['100.64.0.0/13'] },
+      },
+    },
+  } as ObjectToWrite;
+}
+
+const stored = async (cp: ControlPlane): Promise<string> => JSON.stringify((await getObject(cp.kubeConfig, FILTER))?.['spec'] ?? null);
+
+describe('the garden controller on a real runtime cluster, resource manager and virtual garden, driven by gardener-operator’s Extension deployer', () => {
+  let cp: ControlPlane;
+  let virtualGarden: GardenApiServer;
+  let grm: ResourceManager;
+  const controllers: GardenController[] = [];
+
+  const startController = async (withVirtualGarden: boolean): Promise<GardenController> => {
+    const registry = new Registry();
+    const controller = new GardenController({
+      kubeConfig: cp.kubeConfig,
+      client: new KubeClusterClient(cp.kubeConfig, { registry }),
+      ...(withVirtualGarden ? { virtualGarden: virtualGarden.kubeConfig } : {}),
+      operator: defaultOperatorConfig(),
+      logger: testLogger(),
+      registry,
+      resyncPeriodMs: 600_000,
+    });
+    controllers.push(controller);
+    await controller.startCaches();
+    controller.startWorkers();
+    return controller;
+  };
+
+  beforeAll(async () => {
+    [cp, virtualGarden] = await Promise.all([startWithCRDs(['garden', GARDEN_GATEWAY_NAMESPACE]), startGardenApiServer()]);
+    await cp.installCRDs([gardenerCrdFile('operator.gardener.cloud_gardens.yaml')]);
+    for (const object of [storableGarden(), ...virtualGardenRuntimeObjects('passthrough').filter((o) => ['Deployment', 'Gateway'].includes(String(o['kind'])))]) {
+      await createObject(cp.kubeConfig, object as unknown as ObjectToWrite);
+    }
+    await createObject(virtualGarden.kubeConfig, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'garden' } });
+    await createObject(virtualGarden.kubeConfig, gardenShoot('seed-eu', 'garden'));
+    await patchStatus(virtualGarden.kubeConfig, { apiVersion: 'core.gardener.cloud/v1beta1', kind: 'Shoot', name: 'seed-eu', namespace: 'garden' }, { networking: { egressCIDRs: ['198.51.100.20/32'] } });
+    await createObject(virtualGarden.kubeConfig, { apiVersion: 'seedmanagement.gardener.cloud/v1alpha1', kind: 'ManagedSeed', metadata: { name: 'seed-eu', namespace: 'garden' }, spec: { shoot: { name: 'seed-eu' }, gardenlet: {} } });
+    grm = await startResourceManager(cp);
+  }, 240_000);
+
+  afterAll(async () => {
+    await Promise.allSettled(controllers.map((c) => c.stop()));
+    await Promise.allSettled([grm?.stop(), virtualGarden?.stop(), cp?.stop()]);
+  });
+
+  it('without access to the virtual garden it writes nothing and says why on the Extension', { timeout: 60_000 }, async () => {
+    const blind = await startController(false);
+    const deploy = await gardenOperatorExtension({ kubeconfig: cp.kubeconfigPath, steps: ['deploy'], providerConfig: RULE });
+    expect(deploy.ok, deploy.stderr).toBe(true);
+    const lastError = await eventually('lastError', async () => ((await getObject(cp.kubeConfig, EXTENSION))?.['status'] as { lastError?: { description?: string } } | undefined)?.lastError?.description, 30_000);
+    expect(lastError).toContain('error: virtual garden: its ManagedSeeds cannot be read, so the egress of every seed’s gardenlet is unknown and an ACL could lock them out; the ACL is left as it was');
+    expect(await getObject(cp.kubeConfig, MR)).toBeUndefined();
+    await blind.stop();
+  });
+
+  it('gardener-operator’s deployer sees the Extension ready once the resource manager has applied the filter, which admits the ManagedSeed’s egress', { timeout: 240_000 }, async () => {
+    await startController(true);
+    const run = await gardenOperatorExtension({ kubeconfig: cp.kubeconfigPath, steps: ['deploy', 'wait'], providerConfig: RULE });
+    expect(run.steps.map((s) => [s.step, s.ok, s.error ?? ''])).toEqual([
+      ['connect', true, ''],
+      ['deploy', true, ''],
+      ['wait', true, ''],
+    ]);
+    const spec = await stored(cp);
+    for (const cidr of ['203.0.113.0', '10.1.0.0', '100.96.0.0', '198.51.100.20']) expect(spec).toContain(`"address_prefix":"${cidr}"`);
+    expect(spec).toContain('"sni":"api.garden.example.test"');
+  });
+
+  it('a ManagedSeed’s new egress reaches the stored filter without anything else changing', { timeout: 60_000 }, async () => {
+    await patchStatus(virtualGarden.kubeConfig, { apiVersion: 'core.gardener.cloud/v1beta1', kind: 'Shoot', name: 'seed-eu', namespace: 'garden' }, { networking: { egressCIDRs: ['198.51.100.20/32', '192.0.2.64/26'] } });
+    await eventually('the new egress in the stored filter', async () => (await stored(cp)).includes('"address_prefix":"192.0.2.64"'), 45_000);
+  });
+
+  it('on removal from the Garden the deployer deletes the Extension and the filter goes with it', { timeout: 240_000 }, async () => {
+    const run = await gardenOperatorExtension({ kubeconfig: cp.kubeconfigPath, steps: ['destroy', 'wait-cleanup'] });
+    expect(run.ok, `${JSON.stringify(run.steps)}\n${run.stderr}`).toBe(true);
+    expect(await getObject(cp.kubeConfig, MR)).toBeUndefined();
+    await eventually('the filter deleted', async () => (await getObject(cp.kubeConfig, FILTER)) === undefined, 60_000);
+  });
+});
