@@ -110,8 +110,22 @@ networking.resources.gardener.cloud/pod-label-selector-namespace-alias: extensio
 {{- end -}}
 
 {{/* The controller keeps the seed webhook's certificates and registration (webhook.tls.mode managed). */}}
+{{/* Rendered by gardener-operator for the runtime cluster (it sets gardener.runtimeCluster.enabled,
+     the string "true"): the chart then runs `garden-controller`, which protects the virtual garden,
+     and no seed webhook (there are no seed EnvoyFilters to admit). */}}
+{{- define "gardener-acl.runtimeCluster" -}}
+{{- $gardener := .Values.gardener | default dict -}}
+{{- $runtime := $gardener.runtimeCluster | default dict -}}
+{{- if eq (toString ($runtime.enabled | default "")) "true" -}}true{{- end -}}
+{{- end -}}
+
+{{/* The seed's EnvoyFilter webhook: webhook.enabled on a seed. */}}
+{{- define "gardener-acl.seedWebhook" -}}
+{{- if and .Values.webhook.enabled (not (include "gardener-acl.runtimeCluster" .)) -}}true{{- end -}}
+{{- end -}}
+
 {{- define "gardener-acl.managedWebhookCertificates" -}}
-{{- if and .Values.webhook.enabled (eq .Values.webhook.tls.mode "managed") -}}true{{- end -}}
+{{- if and (include "gardener-acl.seedWebhook" .) (eq .Values.webhook.tls.mode "managed") -}}true{{- end -}}
 {{- end -}}
 
 {{/*
@@ -152,4 +166,11 @@ process (its name in the message), heap and resources (its values), heapValue an
 - name: NODE_OPTIONS
   value: {{ printf "--max-old-space-size=%d --max-semi-space-size=%d" (int .maxOldSpaceMiB) (int .maxSemiSpaceMiB) | quote }}
 {{- end -}}
+{{- end -}}
+
+{{/* gardener-operator gives the runtime cluster's priority class (gardener.runtimeCluster.priorityClassName). */}}
+{{- define "gardener-acl.priorityClassName" -}}
+{{- $gardener := .Values.gardener | default dict -}}
+{{- $runtime := $gardener.runtimeCluster | default dict -}}
+{{- if and (include "gardener-acl.runtimeCluster" .) $runtime.priorityClassName -}}{{ $runtime.priorityClassName }}{{- else -}}{{ .Values.priorityClassName }}{{- end -}}
 {{- end -}}
