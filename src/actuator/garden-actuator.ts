@@ -11,6 +11,7 @@ import type { OperatorConfig } from '../config/operator-config.js';
 import { stateFor, stateSchema } from '../gardener/applied-state.js';
 import { GARDEN_EXTENSION, gardenAclFromInventory, type GardenInventory } from '../gardener/garden-acl.js';
 import type { Extension } from '../gardener/objects.js';
+import { hostsOnEveryGateway } from '../gardener/predicted-api-hosts.js';
 import { formatProblem } from '../gardener/problems.js';
 import type { KubeObjectJson } from '../kube/object-json.js';
 import { jsonEqual } from '../rbac/deep-equal.js';
@@ -52,8 +53,12 @@ export class GardenActuator implements Actuator {
       log.warn({ problems: result.problems.length, description }, 'garden ACL not applied; the previous protection stays in place');
       throw new ReportedProblem(description, result.configuration);
     }
-    const state = stateFor(result.acl);
     const recorded = stateSchema.safeParse(ext.status?.['state'] ?? {});
+    // Without a Gateway the hosts written before stay protected too (a Gateway deleted and written again).
+    const gateways = [...new Map(result.acl.sniChains.map((c) => [c.gateway.namespace, c.gateway])).values()];
+    const acl = result.ahead ? { ...result.acl, sniChains: [...result.acl.sniChains, ...hostsOnEveryGateway(recorded.data?.sniHosts ?? [], gateways)] } : result.acl;
+    if (result.ahead) log.info({ hosts: stateFor(acl).sniHosts }, 'no Gateway for the virtual garden yet; its filter is written ahead for the hosts it will have');
+    const state = stateFor(acl);
     const warnings = result.warnings.map(formatProblem);
     // Told once per new ACL (when it is recorded), not on every resync.
     if (warnings.length > 0 && !jsonEqual(recorded.data?.applied ?? null, stateSchema.parse(state).applied ?? null)) {
@@ -62,7 +67,7 @@ export class GardenActuator implements Actuator {
     }
     // The namespaces written before stay recorded, so a deletion still finds leftovers there.
     const gatewayNamespaces = [...new Set([...state.gatewayNamespaces, ...(recorded.data?.gatewayNamespaces ?? [])])].sort();
-    const progress = await this.managedResources.converge(GARDEN_EXTENSION.namespace, buildGardenEnvoyFilters(result.acl, this.deps.operator.sniPort));
+    const progress = await this.managedResources.converge(GARDEN_EXTENSION.namespace, buildGardenEnvoyFilters(acl, this.deps.operator.sniPort));
     const written = { ...state, gatewayNamespaces };
     if (progress.kind !== 'applied') {
       const mr = `${GARDEN_EXTENSION.namespace}/${GARDEN_MANAGED_RESOURCE_NAME}`;

@@ -11,7 +11,7 @@ import type { OperatorConfig } from '../config/operator-config.js';
 import { cachedDeployment, cachedExtension, cachedManagedResource, withoutFieldManagement } from '../gardener/cached-views.js';
 import { EXTENSION_TYPE } from '../gardener/extension-class.js';
 import { gardenletWaits } from '../gardener/extension-contract.js';
-import { GARDEN_EXTENSION, VIRTUAL_GARDEN_GATEWAY, hasGardenClass, type GardenInventory } from '../gardener/garden-acl.js';
+import { GARDEN_EXTENSION, VIRTUAL_GARDEN_APISERVER, VIRTUAL_GARDEN_GATEWAY, hasGardenClass, type GardenInventory } from '../gardener/garden-acl.js';
 import { gardenSchema, gardenShootSchema, managedSeedSchema, type Garden, type GardenShoot, type ManagedSeed } from '../gardener/garden-objects.js';
 import { deploymentSchema, extensionSchema, gatewaySchema, type Deployment, type Extension, type Gateway } from '../gardener/objects.js';
 import { WATCHED } from '../gardener/watched-resources.js';
@@ -55,6 +55,7 @@ export class GardenController {
     gardens: Informer<Garden>;
     gateways: Informer<Gateway>;
     deployments: Informer<Deployment>;
+    apiServers: Informer<Deployment>;
     managedResources: Informer<KubeObjectJson>;
   };
   private readonly virtual: { managedSeeds: Informer<ManagedSeed>; shoots: Informer<GardenShoot> } | undefined;
@@ -99,6 +100,15 @@ export class GardenController {
       deployments: informer(kc, WATCHED.gatewayDeployments, (raw) => mapDefined(deploymentSchema.safeParse(raw).data, cachedDeployment), (event, d, old) => {
         if (event !== 'update' || !jsonEqual(d, old)) all();
       }),
+      // Only its existence is read (see GardenInventory.virtualGardenDeployed).
+      apiServers: informer(
+        kc,
+        { path: `/apis/apps/v1/namespaces/${VIRTUAL_GARDEN_APISERVER.namespace}/deployments`, fieldSelector: `metadata.name=${VIRTUAL_GARDEN_APISERVER.name}` },
+        (raw) => mapDefined(deploymentSchema.safeParse(raw).data, cachedDeployment),
+        (event) => {
+          if (event !== 'update') all();
+        },
+      ),
       managedResources: informer(
         kc,
         { path: `/apis/resources.gardener.cloud/v1alpha1/namespaces/${NS}/managedresources`, fieldSelector: `metadata.name=${GARDEN_MANAGED_RESOURCE_NAME}` },
@@ -146,6 +156,8 @@ export class GardenController {
       gardens: this.runtime.gardens.list(),
       gateways: this.runtime.gateways.list(),
       deployments: this.runtime.deployments.list(),
+      // Until the cache has listed it cannot tell: deployed, so an unreadable virtual garden stops the ACL.
+      virtualGardenDeployed: !this.runtime.apiServers.hasSynced() || this.runtime.apiServers.list().length > 0,
       managedSeeds: read ? v.managedSeeds.list() : undefined,
       gardenShoots: read ? v.shoots.list() : undefined,
     };

@@ -7,13 +7,14 @@
 // (api.<domain> and gardener.<domain> of every virtual garden domain, both the same API server).
 import { normalizeCidrSet } from '../acl/cidr.js';
 import { formatFieldErrors } from '../acl/field-errors.js';
-import type { GardenAcl, GatewayWorkload } from '../acl/model.js';
+import type { GardenAcl, GatewayWorkload, SniChain } from '../acl/model.js';
 import type { OperatorConfig } from '../acl/operator-settings.js';
 import { CidrCollector } from './cidr-collector.js';
 import { EXTENSION_TYPE } from './extension-class.js';
 import { gardenSchema, gardenShootSchema, managedSeedSchema, type Garden, type GardenShoot, type ManagedSeed } from './garden-objects.js';
 import { GATEWAY_DEPLOYMENT, podLabels, resolveGateway, sortedLabels, tlsChains } from './gateway-workloads.js';
 import { deploymentSchema, gatewaySchema, type Deployment, type Extension, type Gateway } from './objects.js';
+import { hostsOnEveryGateway } from './predicted-api-hosts.js';
 import { objectRef, type Problem } from './problems.js';
 import { parsedProviderConfig } from './seed-acl.js';
 
@@ -22,6 +23,8 @@ export const GARDEN_CLASS = 'garden';
 export const GARDEN_EXTENSION = { namespace: 'garden', name: `garden-${EXTENSION_TYPE}` } as const;
 /** The Istio Gateway gardener-operator writes for the virtual garden's kube-apiserver. */
 export const VIRTUAL_GARDEN_GATEWAY = { namespace: 'garden', name: 'virtual-garden-kube-apiserver' } as const;
+/** The virtual garden's kube-apiserver Deployment in the runtime cluster (gardener-operator's, same name). */
+export const VIRTUAL_GARDEN_APISERVER = { namespace: 'garden', name: 'virtual-garden-kube-apiserver' } as const;
 
 export function hasGardenClass(ext: Pick<Extension, 'spec'>): boolean {
   return ext.spec.class === GARDEN_CLASS;
@@ -32,12 +35,19 @@ export interface GardenInventory {
   readonly gardens: readonly Garden[];
   readonly gateways: readonly Gateway[];
   readonly deployments: readonly Deployment[];
+  /**
+   * Whether the virtual garden's kube-apiserver Deployment exists in the runtime cluster. Before it
+   * does (a Garden's first reconcile, which deploys extensions of lifecycle BeforeKubeAPIServer
+   * before the API server) no ManagedSeed can exist, so none can be locked out.
+   */
+  readonly virtualGardenDeployed: boolean;
   readonly managedSeeds: readonly ManagedSeed[] | undefined;
   readonly gardenShoots: readonly GardenShoot[] | undefined;
 }
 
 export type GardenAclResult =
-  | { readonly kind: 'acl'; readonly acl: GardenAcl; readonly warnings: readonly Problem[] }
+  /** `ahead`: no Gateway yet; the chains are the hosts it will have (api.<d> and gardener.<d> of every domain), one per host. */
+  | { readonly kind: 'acl'; readonly acl: GardenAcl; readonly warnings: readonly Problem[]; readonly ahead: boolean }
   /** Not computable now; the stored protection stays as it is. `configuration`: only the owner can fix it. */
   | { readonly kind: 'problem'; readonly problems: readonly Problem[]; readonly configuration: boolean }
   /** An input gardener-operator writes next to the Extension is not there yet. */
@@ -52,6 +62,7 @@ function gardenGatewayWorkloads(deployments: readonly Deployment[]): GatewayWork
 }
 
 function managedSeedEgress(inv: GardenInventory, problems: Problem[], warnings: Problem[]): CidrCollector | undefined {
+  if ((inv.managedSeeds === undefined || inv.gardenShoots === undefined) && !inv.virtualGardenDeployed) return new CidrCollector(problems, 'virtual garden');
   if (inv.managedSeeds === undefined || inv.gardenShoots === undefined) {
     problems.push({
       severity: 'error',
@@ -85,6 +96,12 @@ function managedSeedEgress(inv: GardenInventory, problems: Problem[], warnings: 
     egress.cidrs.push(...collector.cidrs);
   }
   return egress;
+}
+
+/** The hosts gardener-operator gives the virtual garden's Gateway: api.<d> and gardener.<d> of every domain (components.go getAPIServerDomains). */
+export function predictedGardenHosts(garden: Garden): string[] {
+  const domains = (garden.spec.virtualCluster?.dns?.domains ?? []).map((d) => d.name).filter((d) => d !== '');
+  return [...new Set(domains.flatMap((d) => [`api.${d}`, `gardener.${d}`]))].sort();
 }
 
 /** Whether the gateway sees the clients' own addresses (PROXY protocol, or a load balancer that keeps them with externalTrafficPolicy Local). */
@@ -124,18 +141,32 @@ export function gardenAclFromInventory(extension: Extension, inv: GardenInventor
   const seeds = managedSeedEgress(inv, problems, warnings);
 
   const gateway = inv.gateways.find((g) => g.metadata.namespace === VIRTUAL_GARDEN_GATEWAY.namespace && g.metadata.name === VIRTUAL_GARDEN_GATEWAY.name);
-  if (!gateway) return { kind: 'waiting', reason: `the Gateway ${VIRTUAL_GARDEN_GATEWAY.namespace}/${VIRTUAL_GARDEN_GATEWAY.name} does not exist yet (gardener-operator writes it with the virtual garden’s exposure)` };
-  const workload = resolveGateway(gateway, inv.deployments, gardenGatewayWorkloads(inv.deployments));
   const gatewayRef = objectRef('Gateway', VIRTUAL_GARDEN_GATEWAY.namespace, VIRTUAL_GARDEN_GATEWAY.name);
-  if (typeof workload === 'string') problems.push({ severity: 'error', object: gatewayRef, message: workload });
-  const sniChains = typeof workload === 'string' ? [] : tlsChains(gateway, workload);
-  if (typeof workload !== 'string' && sniChains.length === 0) problems.push({ severity: 'error', object: gatewayRef, message: 'has no TLS server with a host name; the virtual garden’s API server chain cannot be found' });
+  const workloads = gardenGatewayWorkloads(inv.deployments);
+  let sniChains: SniChain[];
+  if (gateway) {
+    const workload = resolveGateway(gateway, inv.deployments, workloads);
+    if (typeof workload === 'string') problems.push({ severity: 'error', object: gatewayRef, message: workload });
+    sniChains = typeof workload === 'string' ? [] : tlsChains(gateway, workload);
+    if (typeof workload !== 'string' && sniChains.length === 0) problems.push({ severity: 'error', object: gatewayRef, message: 'has no TLS server with a host name; the virtual garden’s API server chain cannot be found' });
+  } else {
+    // gardener-operator writes the Gateway after the API server (and after extensions of lifecycle
+    // BeforeKubeAPIServer): the filter goes ahead on the garden's gateway for the hosts it will
+    // have, so the chain is protected from the moment Istio serves it.
+    const hosts = predictedGardenHosts(garden);
+    if (workloads.length !== 1 || hosts.length === 0) {
+      const missing = workloads.length === 0 ? `no ${GATEWAY_DEPLOYMENT} Deployment with istio-role garden` : hosts.length === 0 ? 'no spec.virtualCluster.dns.domains in the Garden' : `${workloads.length} ${GATEWAY_DEPLOYMENT} Deployments with istio-role garden`;
+      return { kind: 'waiting', reason: `the Gateway ${gatewayRef.slice('Gateway '.length)} does not exist yet and its hosts cannot be protected ahead (${missing})` };
+    }
+    sniChains = hostsOnEveryGateway(hosts, workloads);
+  }
 
   if (problems.length > 0 || !seeds) return { kind: 'problem', configuration: false, problems };
   return {
     kind: 'acl',
     acl: { rule: config.rule, alwaysAllowed: normalizeCidrSet([...runtime.cidrs, ...seeds.cidrs, ...operator.additionalAllowedCIDRs]), sniChains },
     warnings,
+    ahead: !gateway,
   };
 }
 
@@ -144,7 +175,7 @@ export function gardenAclFromInventory(extension: Extension, inv: GardenInventor
  * ACL reads, checked by its schema; an object that does not fit is an error naming it.
  * ManagedSeeds and Shoots count as read when `virtualGardenRead`.
  */
-export function gardenInventoryFromObjects(objects: readonly unknown[], virtualGardenRead: boolean): GardenInventory {
+export function gardenInventoryFromObjects(objects: readonly unknown[], virtualGardenRead: boolean, virtualGardenDeployed = true): GardenInventory {
   const gardens: Garden[] = [];
   const gateways: Gateway[] = [];
   const deployments: Deployment[] = [];
@@ -163,5 +194,5 @@ export function gardenInventoryFromObjects(objects: readonly unknown[], virtualG
     else if (kind === 'ManagedSeed') take(managedSeedSchema, managedSeeds);
     else if (kind === 'Shoot') take(gardenShootSchema, gardenShoots);
   }
-  return { gardens, gateways, deployments, managedSeeds: virtualGardenRead ? managedSeeds : undefined, gardenShoots: virtualGardenRead ? gardenShoots : undefined };
+  return { gardens, gateways, deployments, virtualGardenDeployed, managedSeeds: virtualGardenRead ? managedSeeds : undefined, gardenShoots: virtualGardenRead ? gardenShoots : undefined };
 }

@@ -24,6 +24,7 @@ export const gardenSchema = z.looseObject({
         })
         .nullish(),
     }),
+    virtualCluster: z.looseObject({ dns: z.looseObject({ domains: z.array(z.looseObject({ name: z.string() })).nullish() }).nullish() }).nullish(),
   }),
 });
 export type Garden = z.infer<typeof gardenSchema>;

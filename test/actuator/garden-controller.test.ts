@@ -43,6 +43,17 @@ function storableGarden(): ObjectToWrite {
   } as ObjectToWrite;
 }
 
+const VIRTUAL_GARDEN_APISERVER_DEPLOYMENT: ObjectToWrite = {
+  apiVersion: 'apps/v1',
+  kind: 'Deployment',
+  metadata: { name: 'virtual-garden-kube-apiserver', namespace: 'garden' },
+  spec: {
+    replicas: 0,
+    selector: { matchLabels: { app: 'virtual-garden', role: 'apiserver' } },
+    template: { metadata: { labels: { app: 'virtual-garden', role: 'apiserver' } }, spec: { containers: [{ name: 'kube-apiserver', image: 'registry.k8s.io/kube-apiserver:v1.33.0' }] } },
+  },
+} as unknown as ObjectToWrite;
+
 const stored = async (cp: ControlPlane): Promise<string> => JSON.stringify((await getObject(cp.kubeConfig, FILTER))?.['spec'] ?? null);
 
 describe('the garden controller on a real runtime cluster, resource manager and virtual garden, driven by gardener-operator’s Extension deployer', () => {
@@ -50,6 +61,7 @@ describe('the garden controller on a real runtime cluster, resource manager and 
   let virtualGarden: GardenApiServer;
   let grm: ResourceManager;
   const controllers: GardenController[] = [];
+  let blind: GardenController | undefined;
 
   const startController = async (withVirtualGarden: boolean): Promise<GardenController> => {
     const registry = new Registry();
@@ -71,7 +83,8 @@ describe('the garden controller on a real runtime cluster, resource manager and 
   beforeAll(async () => {
     [cp, virtualGarden] = await Promise.all([startWithCRDs(['garden', GARDEN_GATEWAY_NAMESPACE]), startGardenApiServer()]);
     await cp.installCRDs([gardenerCrdFile('operator.gardener.cloud_gardens.yaml')]);
-    for (const object of [storableGarden(), ...virtualGardenRuntimeObjects('passthrough').filter((o) => ['Deployment', 'Gateway'].includes(String(o['kind'])))]) {
+    // As on a Garden's first reconcile: the garden's ingress gateway runs, the virtual garden's API server and its Gateway do not exist yet.
+    for (const object of [storableGarden(), ...virtualGardenRuntimeObjects('passthrough').filter((o) => o['kind'] === 'Deployment')]) {
       await createObject(cp.kubeConfig, object as unknown as ObjectToWrite);
     }
     await createObject(virtualGarden.kubeConfig, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'garden' } });
@@ -86,14 +99,23 @@ describe('the garden controller on a real runtime cluster, resource manager and 
     await Promise.allSettled([grm?.stop(), virtualGarden?.stop(), cp?.stop()]);
   });
 
-  it('without access to the virtual garden it writes nothing and says why on the Extension', { timeout: 60_000 }, async () => {
-    const blind = await startController(false);
-    const deploy = await gardenOperatorExtension({ kubeconfig: cp.kubeconfigPath, steps: ['deploy'], providerConfig: RULE });
-    expect(deploy.ok, deploy.stderr).toBe(true);
+  it('on a Garden’s first reconcile (no virtual garden API server, no Gateway yet) the deployer sees it ready, the filter written ahead for every host the Gateway will have', { timeout: 240_000 }, async () => {
+    blind = await startController(false);
+    const run = await gardenOperatorExtension({ kubeconfig: cp.kubeconfigPath, steps: ['deploy', 'wait'], providerConfig: RULE });
+    expect(run.ok, JSON.stringify(run.steps)).toBe(true);
+    const filter = (await getObject(cp.kubeConfig, FILTER)) as unknown as { spec: { configPatches: { match: { listener: { filterChain: { sni: string } } } }[] } };
+    expect(filter.spec.configPatches.map((p) => p.match.listener.filterChain.sni)).toEqual(['api.garden.example.test', 'api.garden2.example.test', 'gardener.garden.example.test', 'gardener.garden2.example.test']);
+    expect(await stored(cp)).toContain('"address_prefix":"100.96.0.0"');
+  });
+
+  it('once the virtual garden’s API server is deployed, without access to it the controller changes nothing and says why on the Extension', { timeout: 60_000 }, async () => {
+    const before = await stored(cp);
+    await createObject(cp.kubeConfig, VIRTUAL_GARDEN_APISERVER_DEPLOYMENT);
+    for (const object of virtualGardenRuntimeObjects('passthrough').filter((o) => o['kind'] === 'Gateway')) await createObject(cp.kubeConfig, object as unknown as ObjectToWrite);
     const lastError = await eventually('lastError', async () => ((await getObject(cp.kubeConfig, EXTENSION))?.['status'] as { lastError?: { description?: string } } | undefined)?.lastError?.description, 30_000);
     expect(lastError).toContain('error: virtual garden: its ManagedSeeds cannot be read, so the egress of every seed’s gardenlet is unknown and an ACL could lock them out; the ACL is left as it was');
-    expect(await getObject(cp.kubeConfig, MR)).toBeUndefined();
-    await blind.stop();
+    expect(await stored(cp)).toBe(before);
+    await blind?.stop();
   });
 
   it('gardener-operator’s deployer sees the Extension ready once the resource manager has applied the filter, which admits the ManagedSeed’s egress', { timeout: 240_000 }, async () => {
@@ -106,6 +128,8 @@ describe('the garden controller on a real runtime cluster, resource manager and 
     ]);
     const spec = await stored(cp);
     for (const cidr of ['203.0.113.0', '10.1.0.0', '100.96.0.0', '198.51.100.20']) expect(spec).toContain(`"address_prefix":"${cidr}"`);
+    // The Gateway's one chain now: one patch, no longer one per predicted host.
+    expect((JSON.parse(spec) as { configPatches: unknown[] }).configPatches).toHaveLength(1);
     expect(spec).toContain('"sni":"api.garden.example.test"');
   });
 

@@ -81,10 +81,23 @@ describe('the garden ACL from the runtime cluster and the virtual garden', () =>
     ]);
   });
 
-  it('waits for the Gateway and the Garden gardener-operator writes, instead of failing or removing anything', () => {
+  it('before the Gateway exists, protects ahead the hosts gardener-operator will give it, one chain per host on the garden’s gateway', () => {
     const noGateway = complete().filter((o) => !(o['kind'] === 'Gateway' && (o['metadata'] as { name: string }).name === VIRTUAL_GARDEN_GATEWAY.name));
-    expect(compute(noGateway)).toEqual({ kind: 'waiting', reason: 'the Gateway garden/virtual-garden-kube-apiserver does not exist yet (gardener-operator writes it with the virtual garden’s exposure)' });
+    const result = compute(noGateway);
+    if (result.kind !== 'acl') throw new Error(JSON.stringify(result));
+    expect(result.ahead).toBe(true);
+    expect(result.acl.sniChains.map((c) => `${c.gateway.namespace}: ${c.hosts.join(',')}`)).toEqual(gardenHosts().sort().map((h) => `virtual-garden-istio-ingress: ${h}`));
+    const noGardenGateway = noGateway.filter((o) => o['kind'] !== 'Deployment');
+    expect(compute(noGardenGateway)).toEqual({
+      kind: 'waiting',
+      reason: 'the Gateway garden/virtual-garden-kube-apiserver does not exist yet and its hosts cannot be protected ahead (no istio-ingressgateway Deployment with istio-role garden)',
+    });
     expect(compute(complete().filter((o) => o['kind'] !== 'Garden'))).toEqual({ kind: 'waiting', reason: 'no Garden (operator.gardener.cloud) in the runtime cluster' });
+  });
+
+  it('before the virtual garden’s API server is deployed there is no ManagedSeed to lock out: a Garden’s first reconcile is not held up', () => {
+    const first = gardenAclFromInventory(ext(), gardenInventoryFromObjects([...virtualGardenRuntimeObjects('passthrough'), gardenObject()], false, false), defaultOperatorConfig());
+    expect(first.kind === 'acl' && first.acl.alwaysAllowed.map(formatCidr)).toEqual(['10.1.0.0/16', '100.96.0.0/11', 'fd00:10:1::/64']);
   });
 
   it('warns when the gateway cannot see client addresses (no PROXY protocol, externalTrafficPolicy Cluster)', () => {

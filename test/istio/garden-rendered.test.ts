@@ -58,13 +58,13 @@ function proxyHeaderOf(c: GardenClient): Buffer | undefined {
   return encodeProxyV2Header({ source: { address: c.proxySource, port: 40_000 }, destination, family: c.proxyFamily });
 }
 
-function gardenAclObjects(exposure: GardenExposure, providerConfig: unknown): JsonObject[] {
-  const runtime = virtualGardenRuntimeObjects(exposure);
+function gardenAclObjects(exposure: GardenExposure, providerConfig: unknown, options: { readonly beforeGateway?: boolean } = {}): JsonObject[] {
+  const runtime = virtualGardenRuntimeObjects(exposure).filter((o) => !(options.beforeGateway && o['kind'] === 'Gateway'));
   const { managedSeeds, shoots } = managedSeedObjects(SEEDS);
   const operator = defaultOperatorConfig();
   const extension = extensionSchema.parse(gardenExtension(providerConfig));
   const result = gardenAclFromInventory(extension, gardenInventoryFromObjects([...runtime, gardenObject(), ...managedSeeds, ...shoots], true), operator);
-  if (result.kind !== 'acl') throw new Error(`the garden ACL was not computed: ${JSON.stringify(result)}`);
+  if (result.kind !== 'acl' || result.ahead !== (options.beforeGateway ?? false)) throw new Error(`the garden ACL was not computed as expected: ${JSON.stringify(result)}`);
   return buildGardenEnvoyFilters(result.acl, operator.sniPort).map((f) => JSON.parse(JSON.stringify(f)) as JsonObject);
 }
 
@@ -142,5 +142,26 @@ describe('the virtual garden’s ACL in audit mode (passthrough), rendered by Is
     expect(await reaches(gw, 'passthrough', gardenHosts()[1]!, outsider)).toBe(true);
     const after = (await gw.envoy.stats('^gardener_acl_garden\\.')).get(`${GARDEN_STAT_PREFIX}rbac.shadow_denied`) ?? 0;
     expect(after - before).toBe(1);
+  });
+});
+
+describe('the virtual garden’s filter written before its Gateway existed (a Garden’s first reconcile), once Istio serves the Gateway (TLS termination)', () => {
+  let gw: IstioGateway;
+  beforeAll(async () => {
+    gw = await gateway('tls-termination', gardenAclObjects('tls-termination', RULE, { beforeGateway: true }));
+  });
+  afterAll(async () => {
+    await gw?.stop();
+  });
+
+  it('already protects every chain the Gateway brings, the wildcard server’s too', { timeout: 120_000 }, async () => {
+    const wrong: string[] = [];
+    for (const host of gardenHosts()) {
+      for (const client of CLIENTS) {
+        const got = await reaches(gw, 'tls-termination', host, client);
+        if (got !== client.admitted) wrong.push(`${client.label} -> ${host}: ${got ? 'admitted' : 'refused'}, want ${client.admitted ? 'admitted' : 'refused'}`);
+      }
+    }
+    expect(wrong).toEqual([]);
   });
 });
