@@ -14,7 +14,7 @@ import { WebhookCertificateManager } from '../webhook/certificate-manager.js';
 import { CERT_FILE, KEY_FILE, readKeyPair, selfSignedCertificates, serviceDnsNames, writeKeyPair, type KeyPair } from '../webhook/serving-certs.js';
 import { servingNames } from '../webhook/serving-names.js';
 import { startWebhookApp, type CertificateSource } from '../webhook/webhook-app.js';
-import { mutatingWebhookConfiguration, validatingWebhookConfiguration, type ClientTarget } from '../webhook/webhook-configuration.js';
+import { gardenWebhookConfiguration, mutatingWebhookConfiguration, validatingWebhookConfiguration, type ClientTarget } from '../webhook/webhook-configuration.js';
 import { argsUsageError, parseCommandArgs } from './command-args.js';
 import { startProbeServer } from './probe-server.js';
 import { STUCK_CACHE_MS } from './probe-thresholds.js';
@@ -70,10 +70,12 @@ async function managedCertificates(a: z.output<typeof serveArgs>, namespace: str
       firstPair();
     },
     configurations: [
-      ...(a.webhooks.includes('envoyfilter') ? [mutatingWebhookConfiguration] : []),
-      ...(a.webhooks.includes('shoot') ? [validatingWebhookConfiguration] : []),
-    ].map((build) => ({
-      target: configTarget,
+      ...(a.webhooks.includes('envoyfilter') ? [{ build: mutatingWebhookConfiguration, target: configTarget }] : []),
+      ...(a.webhooks.includes('shoot') ? [{ build: validatingWebhookConfiguration, target: configTarget }] : []),
+      // Gardens live in the runtime cluster, the server's own.
+      ...(a.webhooks.includes('garden') ? [{ build: gardenWebhookConfiguration, target: loadKubeConfig(a.kubeconfig) }] : []),
+    ].map(({ build, target }) => ({
+      target,
       ...(owner ? { owner: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', name: owner } } : {}),
       build: (caBundlePem: string) => build({ ...options, caBundlePem }),
     })),
@@ -136,6 +138,7 @@ export async function webhookCommand(argv: readonly string[], io: CommandIO): Pr
       operator,
       cache,
       validateShoots: a.webhooks.includes('shoot'),
+      validateGardens: a.webhooks.includes('garden'),
       ...(a['controller-username'] ? { controllerUsername: a['controller-username'] } : {}),
       ...(storedUid ? { storedUid } : {}),
       certificates: await certificateSource(a),
@@ -206,6 +209,7 @@ export async function webhookConfigCommand(argv: readonly string[], io: CommandI
   const documents = [
     ...(a.webhooks.includes('envoyfilter') ? [mutatingWebhookConfiguration(options)] : []),
     ...(a.webhooks.includes('shoot') ? [validatingWebhookConfiguration(options)] : []),
+    ...(a.webhooks.includes('garden') ? [gardenWebhookConfiguration(options)] : []),
   ];
   io.stdout(documents.map((d) => stringifyYaml(d)).join('---\n'));
   return 0;

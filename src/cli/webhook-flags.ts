@@ -8,7 +8,9 @@ import type { FlagTable } from './flag-table.js';
 import { LOG_LEVEL_FLAG, boundedInt, controllerUsername, httpsUrl, portFrom, portNumber } from './common-flags.js';
 import { serviceRef } from './service-ref.js';
 
-export const WEBHOOK_NAMES = ['envoyfilter', 'shoot'] as const;
+export const WEBHOOK_NAMES = ['envoyfilter', 'shoot', 'garden'] as const;
+/** The seed's and the virtual garden's; the Garden webhook (runtime cluster) is asked for by name. */
+const DEFAULT_WEBHOOKS = 'envoyfilter,shoot';
 
 const webhookList = z
   .string()
@@ -18,7 +20,7 @@ const webhookList = z
 const MANAGED = 'Certificates managed in-process (e.g. the garden admission; every replica may run it)';
 
 export const WEBHOOK_FLAGS = {
-  webhooks: { value: 'LIST', default: WEBHOOK_NAMES.join(','), defaultText: 'both', help: 'envoyfilter,shoot; envoyfilter needs seed access', schema: webhookList },
+  webhooks: { value: 'LIST', default: DEFAULT_WEBHOOKS, help: 'envoyfilter,shoot,garden; envoyfilter needs seed access, garden (Gardens of the runtime cluster) is registered in the cluster of --kubeconfig', schema: webhookList },
   kubeconfig: { value: 'PATH', defaultText: '$KUBECONFIG, else in-cluster', help: 'seed kubeconfig for the caches', schema: z.string().optional() },
   config: { value: 'PATH', defaultText: 'built-in defaults', help: 'OperatorConfiguration YAML', schema: z.string().optional() },
   host: { value: 'ADDRESS', default: '0.0.0.0', help: 'listen address', schema: z.string().min(1) },
@@ -78,7 +80,7 @@ export const WEBHOOK_CONFIG_FLAGS = {
   url: { value: 'URL', help: 'the URL the API server calls', schema: httpsUrl.optional() },
   service: { value: 'NAME.NAMESPACE[:PORT]', help: 'instead of --url: the Service the API server calls (port 443 unless given)', schema: serviceRef.optional() },
   'ca-bundle-file': { value: 'PATH', help: 'PEM of the CA that signed the serving certificate (required)', schema: z.string({ error: 'is required' }).min(1) },
-  webhooks: { value: 'LIST', default: WEBHOOK_NAMES.join(','), defaultText: 'both', help: 'envoyfilter,shoot', schema: webhookList },
+  webhooks: { value: 'LIST', default: DEFAULT_WEBHOOKS, help: 'envoyfilter,shoot,garden', schema: webhookList },
   'timeout-seconds': { value: 'N', default: '10', help: 'timeoutSeconds, 1-30', schema: boundedInt(1, 30) },
   'controller-username': {
     value: 'NAME',

@@ -7,8 +7,9 @@ import type { OperatorConfig } from '../config/operator-config.js';
 import { AclIndex, type AdmissionCacheSource } from './acl-index.js';
 import { admitEnvoyFilter, type StoredUidLookup } from './envoy-filter-mutator.js';
 import { CertWatcher, type KeyPair } from './serving-certs.js';
+import { validateGarden } from './garden-validator.js';
 import { validateShoot } from './shoot-validator.js';
-import { MUTATING_WEBHOOK_PATH, VALIDATING_WEBHOOK_PATH } from './webhook-configuration.js';
+import { GARDEN_WEBHOOK_PATH, MUTATING_WEBHOOK_PATH, VALIDATING_WEBHOOK_PATH } from './webhook-configuration.js';
 import { createWebhookMetrics } from './webhook-metrics.js';
 import { createWebhookServer, rotateServingCertificate, type WebhookRoute, type WebhookServer } from './webhook-server.js';
 
@@ -20,6 +21,8 @@ export interface WebhookAppOptions {
   readonly cache?: AdmissionCacheSource;
   /** Serve the Shoot validating webhook. */
   readonly validateShoots: boolean;
+  /** Serve the Garden validating webhook (runtime cluster). */
+  readonly validateGardens?: boolean;
   readonly certificates: CertificateSource;
   readonly host: string;
   readonly port: number;
@@ -50,7 +53,7 @@ export interface RunningWebhookApp {
 export function admissionRoutes(
   operator: OperatorConfig,
   cache: AdmissionCacheSource | undefined,
-  validateShoots: boolean,
+  serve: { readonly shoots: boolean; readonly gardens?: boolean | undefined },
   controllerUsername?: string,
   storedUid?: StoredUidLookup,
 ): WebhookRoute[] {
@@ -59,7 +62,8 @@ export function admissionRoutes(
     const index = new AclIndex(cache);
     routes.push({ name: 'envoyfilter', path: MUTATING_WEBHOOK_PATH, handle: (r) => admitEnvoyFilter(r, index, operator, controllerUsername, storedUid) });
   }
-  if (validateShoots) routes.push({ name: 'shoot', path: VALIDATING_WEBHOOK_PATH, handle: (r) => validateShoot(r, operator.maxCIDRs) });
+  if (serve.shoots) routes.push({ name: 'shoot', path: VALIDATING_WEBHOOK_PATH, handle: (r) => validateShoot(r, operator.maxCIDRs) });
+  if (serve.gardens) routes.push({ name: 'garden', path: GARDEN_WEBHOOK_PATH, handle: (r) => validateGarden(r, operator.maxCIDRs) });
   return routes;
 }
 
@@ -86,7 +90,7 @@ export async function startWebhookApp(options: WebhookAppOptions): Promise<Runni
         })
       : undefined;
   const tls = watcher ? await watcher.start() : (source as { pair: KeyPair }).pair;
-  const listening = createWebhookServer({ tls, routes: admissionRoutes(options.operator, options.cache, options.validateShoots, options.controllerUsername, options.storedUid), logger, metrics });
+  const listening = createWebhookServer({ tls, routes: admissionRoutes(options.operator, options.cache, { shoots: options.validateShoots, gardens: options.validateGardens }, options.controllerUsername, options.storedUid), logger, metrics });
   serving.server = listening;
   let draining = false;
   listening.addHook('onSend', async (_request, reply) => {

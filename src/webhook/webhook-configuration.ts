@@ -13,7 +13,10 @@
 //   extension are sent to the webhook.
 export const MUTATING_WEBHOOK_PATH = '/mutate-envoyfilter';
 export const VALIDATING_WEBHOOK_PATH = '/validate-shoot';
+export const GARDEN_WEBHOOK_PATH = '/validate-garden';
 export const CONFIGURATION_NAME = 'gardener-acl';
+/** In the runtime cluster, next to the admission server's own (the Shoot webhook's is in the virtual garden). */
+export const GARDEN_CONFIGURATION_NAME = 'gardener-acl-garden';
 
 export type ClientTarget = { readonly url: string } | { readonly service: { readonly name: string; readonly namespace: string; readonly port: number } };
 
@@ -59,11 +62,17 @@ export const ACL_CHANGED =
   "request.operation != 'UPDATE' || !has(oldObject.spec) || !has(oldObject.spec.extensions) || " +
   "object.spec.extensions.filter(e, e.type == 'acl') != oldObject.spec.extensions.filter(e, e.type == 'acl')";
 
-function configuration(kind: string, webhook: Record<string, unknown>, options: WebhookConfigurationOptions, path: string): Record<string, unknown> {
+/** Shoots and Gardens: the webhook is called only when an acl entry is created or changed. */
+const ACL_ENTRY_CHANGED = [
+  { name: 'uses-acl-extension', expression: USES_ACL },
+  { name: 'acl-extension-created-or-changed', expression: ACL_CHANGED },
+];
+
+function configuration(kind: string, webhook: Record<string, unknown>, options: WebhookConfigurationOptions, path: string, name = CONFIGURATION_NAME): Record<string, unknown> {
   return {
     apiVersion: 'admissionregistration.k8s.io/v1',
     kind,
-    metadata: { name: CONFIGURATION_NAME },
+    metadata: { name },
     webhooks: [{ ...webhook, clientConfig: clientConfig(options.target, path, options.caBundlePem), ...COMMON, timeoutSeconds: options.timeoutSeconds ?? 10 }],
   };
 }
@@ -93,10 +102,17 @@ export function validatingWebhookConfiguration(options: WebhookConfigurationOpti
   const webhook = {
     name: 'shoots.acl.gardener.cloud',
     rules: [{ apiGroups: ['core.gardener.cloud'], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: ['shoots'], scope: 'Namespaced' }],
-    matchConditions: [
-      { name: 'uses-acl-extension', expression: USES_ACL },
-      { name: 'acl-extension-created-or-changed', expression: ACL_CHANGED },
-    ],
+    matchConditions: ACL_ENTRY_CHANGED,
   };
   return configuration('ValidatingWebhookConfiguration', webhook, options, VALIDATING_WEBHOOK_PATH);
+}
+
+/** The Garden's acl entry (runtime cluster): called only when it is created or changed (garden-validator.ts). */
+export function gardenWebhookConfiguration(options: WebhookConfigurationOptions): Record<string, unknown> {
+  const webhook = {
+    name: 'gardens.acl.gardener.cloud',
+    rules: [{ apiGroups: ['operator.gardener.cloud'], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: ['gardens'], scope: 'Cluster' }],
+    matchConditions: ACL_ENTRY_CHANGED,
+  };
+  return configuration('ValidatingWebhookConfiguration', webhook, options, GARDEN_WEBHOOK_PATH, GARDEN_CONFIGURATION_NAME);
 }

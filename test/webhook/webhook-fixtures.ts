@@ -81,6 +81,7 @@ export async function startTestWebhook(
     operator: defaultOperatorConfig(),
     cache,
     validateShoots: true,
+    validateGardens: true,
     certificates: { dir: certDir, pollIntervalMs: 250, watch: options.watchFiles ?? true },
     host: '127.0.0.1',
     port: 0,
