@@ -7,6 +7,7 @@
 // counter and access log show whom it would refuse), or that the Garden confirms the risk.
 import { z } from 'zod';
 import { admitsFewer } from '../acl/admission-narrowing.js';
+import { canonicalFamily, cidrContains, formatCidr, parseCidr, type Cidr } from '../acl/cidr.js';
 import type { AclRule } from '../acl/acl-rule.js';
 import { formatFieldErrors } from '../acl/field-errors.js';
 import { parseProviderConfig } from '../acl/provider-config.js';
@@ -20,8 +21,24 @@ export const CONFIRM_LOCK_OUT_ANNOTATION = 'acl.gardener.cloud/confirm-lock-out-
 const gardenSchema = z.looseObject({
   kind: z.literal('Garden', { error: 'must be "Garden"' }),
   metadata: z.looseObject({ deletionTimestamp: z.string().nullish(), annotations: z.record(z.string(), z.string()).nullish() }).optional(),
-  spec: z.looseObject({ extensions: z.array(z.looseObject({ type: z.string(), providerConfig: z.unknown().optional() })).nullish() }).optional(),
+  spec: z
+    .looseObject({
+      extensions: z.array(z.looseObject({ type: z.string(), providerConfig: z.unknown().optional() })).nullish(),
+      runtimeCluster: z.looseObject({ networking: z.looseObject({ nodes: z.array(z.string()).nullish(), pods: z.array(z.string()).nullish() }).nullish() }).nullish(),
+    })
+    .optional(),
 });
+
+/** The runtime cluster's ranges the garden ACL always admits, as the Garden names them (unparsable ones are the Garden's own validation's to refuse). */
+function runtimeRanges(garden: z.infer<typeof gardenSchema>): { readonly path: string; readonly cidr: Cidr }[] {
+  const networking = garden.spec?.runtimeCluster?.networking;
+  return (['nodes', 'pods'] as const).flatMap((field) =>
+    (networking?.[field] ?? []).flatMap((text, i) => {
+      const parsed = parseCidr(text);
+      return parsed.ok ? [{ path: `spec.runtimeCluster.networking.${field}[${i}]`, cidr: parsed.cidr }] : [];
+    }),
+  );
+}
 
 function aclEntry(garden: z.infer<typeof gardenSchema>): { readonly index: number; readonly providerConfig: unknown } | undefined {
   const index = (garden.spec?.extensions ?? []).findIndex((e) => e.type === EXTENSION_TYPE);
@@ -38,6 +55,12 @@ function previousRule(oldObject: unknown, maxCidrs: number): { readonly rule: Ac
   return parsed.ok ? { rule: parsed.rule } : undefined;
 }
 
+function overlaps(a: Cidr, b: Cidr): boolean {
+  const x = canonicalFamily(a);
+  const y = canonicalFamily(b);
+  return x.family === y.family && (cidrContains(x, y) || cidrContains(y, x));
+}
+
 const EVERYONE: AclRule = { action: 'DENY', type: 'remote_ip', cidrs: [], mode: 'enforce' };
 
 export function validateGarden(request: AdmissionRequest, maxCidrs: number): AdmissionVerdict {
@@ -51,6 +74,18 @@ export function validateGarden(request: AdmissionRequest, maxCidrs: number): Adm
   const parsed = parseProviderConfig(entry.providerConfig, maxCidrs, path);
   if (!parsed.ok) return deny(422, 'Invalid', formatFieldErrors(parsed.errors));
   const warnings = parsed.warnings.map((w) => `${w.path}: ${w.message}`);
+  // A DENY of the runtime cluster's own ranges refuses nobody (they are always admitted: the
+  // garden's components reach its API server from there); the owner meant something else.
+  if (parsed.rule.action === 'DENY') {
+    const denied = runtimeRanges(garden.data).filter(({ cidr }) => parsed.rule.cidrs.some((c) => overlaps(c, cidr)));
+    if (denied.length > 0) {
+      return deny(
+        422,
+        'Invalid',
+        `${path}.rule.cidrs: a DENY of ${denied.map((d) => `${formatCidr(d.cidr)} (${d.path})`).join(', ')} refuses nobody there: the runtime cluster's nodes and pods are always admitted, since the garden's own components reach the virtual garden's API server from them; remove those ranges from the rule`,
+      );
+    }
+  }
   const before = request.operation === 'UPDATE' ? previousRule(request.oldObject, maxCidrs) : { rule: undefined };
   const rule = parsed.rule;
   // The same rule in audit mode before, now enforced: the documented path.

@@ -196,8 +196,10 @@ describe('combined CONNECT filters on a real kube-apiserver', () => {
         await deleteObject(cp.kubeConfig, extRef(s));
       }
       // A precondition, not a measure: CI's full run shares the two cores with every other suite,
-      // and there the first of the six deletions once took over 60 s.
-      await eventually('the 6 grown shoots deleted', async () => (await Promise.all(GROWTH.map((s) => getObject(cp.kubeConfig, extRef(s))))).every((o) => o === undefined), 150_000);
+      // and there the first of the six deletions once took over 60 s, and all six once over 150 s
+      // (2026-12-03, next to the garden suites; alone they take seconds). Why a deletion is that
+      // slow under load is open (issue 31).
+      await eventually('the 6 grown shoots deleted', async () => (await Promise.all(GROWTH.map((s) => getObject(cp.kubeConfig, extRef(s))))).every((o) => o === undefined), 240_000);
       await settled('after shrink');
       expect(await objectNames(DEFAULT_GW.namespace)).toEqual(objectsBefore);
       await sleep(1_000);
@@ -207,7 +209,7 @@ describe('combined CONNECT filters on a real kube-apiserver', () => {
     }
     expect(states).toBeGreaterThan(10);
     expect(violations).toEqual([]);
-  }, 300_000);
+  }, 420_000);
 
   it('point 5: a shoot too large for a shard keeps its stored policy while every other shoot stays protected and deletable', async () => {
     await settled('before oversized shoot');
@@ -243,10 +245,11 @@ describe('combined CONNECT filters on a real kube-apiserver', () => {
     // Deleting another ACL shoot still completes and removes only that shoot.
     const gone = BASE[19] as ShootFixture;
     await deleteObject(cp.kubeConfig, extRef(gone));
-    await eventually(`${technicalID(gone)} deleted`, async () => (await getObject(cp.kubeConfig, extRef(gone))) === undefined, 60_000);
+    // A precondition (see point 3): under CI's full load this once took over 60 s.
+    await eventually(`${technicalID(gone)} deleted`, async () => (await getObject(cp.kubeConfig, extRef(gone))) === undefined, 150_000);
     await settled('after delete');
     const coverage = storedCoverage(await stored(), undefined, FORM);
     for (const namespace of GATEWAYS) for (const port of PORTS) expect(coverage.get(namespace)?.get(port)?.has(technicalID(gone))).toBe(false);
     expect(uncovered(await stored(), new Map([[bigID, bigPolicy]]))).toEqual([]);
-  }, 180_000);
+  }, 300_000);
 });

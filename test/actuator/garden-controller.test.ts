@@ -17,7 +17,9 @@ import { eventually, startWithCRDs, testLogger } from '../kube/kube-test-helpers
 import { gardenShoot, startGardenApiServer, type GardenApiServer } from '../support/garden-apiserver.js';
 import { gardenOperatorExtension } from '../support/gardener-contract.js';
 import { gardenerCrdFile, startResourceManager, type ResourceManager } from '../support/gardener-resource-manager.js';
-import { GARDEN_GATEWAY_NAMESPACE, gardenObject, virtualGardenRuntimeObjects } from '../istio/garden-fixture.js';
+import type { JsonObject } from '../envoy/json.js';
+import { GARDEN_GATEWAY_NAMESPACE, gardenHosts, gardenObject, virtualGardenRuntimeObjects } from '../istio/garden-fixture.js';
+import { CLIENTS, gateway, reaches } from '../istio/garden-probes.js';
 
 const RULE = { rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['203.0.113.0/24', '2001:db8:a::/48'] } };
 const FILTER: ObjectRef = { apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', name: 'acl-virtual-garden', namespace: GARDEN_GATEWAY_NAMESPACE };
@@ -136,6 +138,26 @@ describe('the garden controller on a real runtime cluster, resource manager and 
   it('a ManagedSeed’s new egress reaches the stored filter without anything else changing', { timeout: 60_000 }, async () => {
     await patchStatus(virtualGarden.kubeConfig, { apiVersion: 'core.gardener.cloud/v1beta1', kind: 'Shoot', name: 'seed-eu', namespace: 'garden' }, { networking: { egressCIDRs: ['198.51.100.20/32', '192.0.2.64/26'] } });
     await eventually('the new egress in the stored filter', async () => (await stored(cp)).includes('"address_prefix":"192.0.2.64"'), 45_000);
+  });
+
+  it('a ManagedSeed added after the rule: the stored filter, rendered by Istio and served by a real Envoy, admits its gardenlet and still refuses an outsider', { timeout: 120_000 }, async () => {
+    await createObject(virtualGarden.kubeConfig, gardenShoot('seed-us', 'garden'));
+    await patchStatus(virtualGarden.kubeConfig, { apiVersion: 'core.gardener.cloud/v1beta1', kind: 'Shoot', name: 'seed-us', namespace: 'garden' }, { networking: { egressCIDRs: ['192.0.2.128/25', '2001:db8:5eed::/48'] } });
+    await createObject(virtualGarden.kubeConfig, { apiVersion: 'seedmanagement.gardener.cloud/v1alpha1', kind: 'ManagedSeed', metadata: { name: 'seed-us', namespace: 'garden' }, spec: { shoot: { name: 'seed-us' }, gardenlet: {} } });
+    await eventually('the new seed’s egress in the stored filter', async () => (await stored(cp)).includes('"address_prefix":"192.0.2.128"'), 45_000);
+    const filter = (await getObject(cp.kubeConfig, FILTER)) as unknown as { apiVersion: string; kind: string; metadata: { name: string; namespace: string; labels?: Record<string, string> }; spec: unknown };
+    const served = { apiVersion: filter.apiVersion, kind: filter.kind, metadata: { name: filter.metadata.name, namespace: filter.metadata.namespace, labels: filter.metadata.labels ?? {} }, spec: filter.spec } as unknown as JsonObject;
+    const gw = await gateway('passthrough', [served]);
+    try {
+      const by = (label: string) => CLIENTS.find((c) => c.label === label)!;
+      for (const host of gardenHosts()) {
+        expect(await reaches(gw, 'passthrough', host, by('ManagedSeed seed-us egress, IPv4-mapped')), host).toBe(true);
+        expect(await reaches(gw, 'passthrough', host, by('ManagedSeed seed-us egress, IPv6')), host).toBe(true);
+        expect(await reaches(gw, 'passthrough', host, by('outsider IPv4')), host).toBe(false);
+      }
+    } finally {
+      await gw.stop();
+    }
   });
 
   it('on removal from the Garden the deployer deletes the Extension and the filter goes with it', { timeout: 240_000 }, async () => {

@@ -23,9 +23,12 @@ export async function startGardenApiServer(): Promise<GardenApiServer> {
   const garden: ChildProcess = spawn(gardenerBin('gardener-contract'), ['garden', `--kube-assets=${process.env['KUBE_ASSETS'] ?? ''}`, `--kubeconfig-out=${kubeconfigPath}`], { stdio: ['pipe', 'pipe', 'pipe'] });
   garden.stdout?.on('data', (chunk: Buffer) => output.push(chunk.toString('utf8')));
   garden.stderr?.on('data', (chunk: Buffer) => output.push(chunk.toString('utf8')));
+  const exited = new Promise<void>((resolve) => garden.once('exit', () => resolve()));
+  // It stops its kube-apiserver and etcd on SIGTERM; waited for, so none outlives the suite.
   const stop = async (): Promise<void> => {
     garden.stdin?.end();
     garden.kill('SIGTERM');
+    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 30_000))]);
     await rm(dir, { recursive: true, force: true });
   };
   try {

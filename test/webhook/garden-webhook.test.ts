@@ -116,6 +116,15 @@ describe('the Garden webhook behind a real kube-apiserver with gardener-operator
     expect(narrowed.message).toContain('spec.extensions[0].providerConfig.rule: admits fewer clients than the rule in force and is not the rule that was in audit mode');
   });
 
+  it('refuses a DENY of the runtime cluster’s own ranges, which are always admitted (the rule would refuse nobody there)', async () => {
+    const answer = await write(cp, 'POST', garden('deny-runtime', { rule: { action: 'DENY', type: 'remote_ip', cidrs: ['100.100.0.0/16', '203.0.113.0/24'], mode: 'audit' } }));
+    expect(answer).toEqual({
+      status: 422,
+      message:
+        "admission webhook \"gardens.acl.gardener.cloud\" denied the request: spec.extensions[0].providerConfig.rule.cidrs: a DENY of 100.96.0.0/11 (spec.runtimeCluster.networking.pods[0]) refuses nobody there: the runtime cluster's nodes and pods are always admitted, since the garden's own components reach the virtual garden's API server from them; remove those ranges from the rule",
+    });
+  });
+
   it('admits a tightening the Garden confirms, and a Garden without the acl extension is not looked at', async () => {
     expect((await write(cp, 'POST', garden('confirmed', rule(['203.0.113.0/24', '2001:db8:a::/48']), { [CONFIRM_LOCK_OUT_ANNOTATION]: 'true' }))).status).toBe(200);
     expect((await write(cp, 'POST', garden('no-acl', undefined))).status).toBe(200);
