@@ -51,7 +51,7 @@ import { AclActuator } from './acl-actuator.js';
 import { ExtensionReconciler } from './extension-reconciler.js';
 import { hasShootClass, shootNeedsForceDeletion, skipReason } from './handled-extensions.js';
 import { appliedFromState, stateSchema } from '../gardener/applied-state.js';
-import { recordedTunnelGeneration } from './tunnel-generation.js';
+import { combinedWaitOver } from './combined-wait.js';
 import { MANAGED_RESOURCE_NAME } from './managed-resource.js';
 import { CONTROL_PLANE_HEALTHY } from './health-condition.js';
 import { REFERENCE_FINALIZER, REFERENCE_MANAGED_RESOURCE, retireReferenceWebhook } from './reference-extension.js';
@@ -485,16 +485,10 @@ export class AclController {
     this.awaitingWake.unref();
   }
 
-  /** Whether the combined filters now hold what `key`'s shoot waits for, or its wait has a problem to report. */
+  /** Whether the combined filters now hold (or no longer hold) what `key`'s shoot waits for, or its wait has a problem to report. */
   private awaitOver(key: string): boolean {
     const [namespace, name] = key.slice(EXT_PREFIX.length).split('/');
-    const ext = this.informers.extensions.get(name ?? '', namespace);
-    const applied = ext && appliedFromState(ext.metadata.namespace, ext.status?.['state']);
-    if (!ext || !applied) return true;
-    const protection = this.combined.protection(applied);
-    if (protection.uncovered.length > 0) return protection.problem !== undefined;
-    const generation = recordedTunnelGeneration(ext)?.generation;
-    return generation === undefined || this.combined.tunnelHopMissing(ext.metadata.namespace, generation).length === 0;
+    return combinedWaitOver(this.informers.extensions.get(name ?? '', namespace), this.combined);
   }
 
   private enqueueNamespace(namespace: string): void {
