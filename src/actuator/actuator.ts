@@ -11,7 +11,8 @@ import type { Extension } from '../gardener/objects.js';
  * retries. `problem`, when known, says why it cannot get there and is reported as an Error.
  */
 export type ActuatorResult =
-  | { readonly kind: 'done'; readonly state?: Record<string, unknown> }
+  /** `description`: the Succeeded lastOperation's, when it must say more than that the ACL is applied. */
+  | { readonly kind: 'done'; readonly state?: Record<string, unknown>; readonly description?: string }
   | { readonly kind: 'pending'; readonly reason: string; readonly state?: Record<string, unknown>; readonly problem?: string };
 
 /**

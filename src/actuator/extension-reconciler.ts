@@ -190,7 +190,7 @@ export class ExtensionReconciler {
       return DONE;
     }
     if (requested || stateChanged || ext.status?.['lastError'] || annotation === Operation.restore) {
-      await this.succeeded(ext, type, result.state, undefined, conditions);
+      await this.succeeded(ext, type, result.state, result.description, conditions);
       if (stateChanged) this.log(ext).info({ state: result.state }, 'ACL applied');
     } else if (conditions) {
       await this.writeExtension(ext, (c, ref) => c.patchStatus(ref, { conditions }));

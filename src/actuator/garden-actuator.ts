@@ -5,14 +5,16 @@
 // is removed because an input is missing: a Gateway not written yet or an unreadable virtual
 // garden leaves what is stored as it is.
 import type { Logger } from 'pino';
+import { normalizeCidrSet } from '../acl/cidr.js';
 import { MAX_LISTED_ERRORS } from '../acl/field-errors.js';
+import type { GardenAcl } from '../acl/model.js';
 import { boundedLines } from '../acl/quote-input.js';
 import type { OperatorConfig } from '../config/operator-config.js';
-import { stateFor, stateSchema } from '../gardener/applied-state.js';
+import { stateFor, stateSchema, type ExtensionState } from '../gardener/applied-state.js';
 import { GARDEN_EXTENSION, gardenAclFromInventory, type GardenInventory } from '../gardener/garden-acl.js';
 import type { Extension } from '../gardener/objects.js';
 import { hostsOnEveryGateway } from '../gardener/predicted-api-hosts.js';
-import { formatProblem } from '../gardener/problems.js';
+import { formatProblem, type Problem } from '../gardener/problems.js';
 import type { KubeObjectJson } from '../kube/object-json.js';
 import { jsonEqual } from '../rbac/deep-equal.js';
 import { buildGardenEnvoyFilters, GARDEN_FILTER_NAME } from '../rbac/garden-envoy-filter.js';
@@ -54,9 +56,16 @@ export class GardenActuator implements Actuator {
       throw new ReportedProblem(description, result.configuration);
     }
     const recorded = stateSchema.safeParse(ext.status?.['state'] ?? {});
+    const kept = result.kind === 'egress-unknown' ? keptInForce(result.acl, result.unknown, recorded.data?.applied) : undefined;
+    if (kept?.kind === 'not-applicable') {
+      log.warn({ description: kept.description }, 'garden ACL not applied: a ManagedSeed’s egress is unknown; the previous protection stays in place');
+      throw new ReportedProblem(kept.description, false);
+    }
+    const known = kept?.acl ?? result.acl;
+    if (kept) log.warn({ unknown: kept.description }, 'a ManagedSeed’s egress is unknown: the rule in force stays, with every range it admitted');
     // Without a Gateway the hosts written before stay protected too (a Gateway deleted and written again).
-    const gateways = [...new Map(result.acl.sniChains.map((c) => [c.gateway.namespace, c.gateway])).values()];
-    const acl = result.ahead ? { ...result.acl, sniChains: [...result.acl.sniChains, ...hostsOnEveryGateway(recorded.data?.sniHosts ?? [], gateways)] } : result.acl;
+    const gateways = [...new Map(known.sniChains.map((c) => [c.gateway.namespace, c.gateway])).values()];
+    const acl = result.ahead ? { ...known, sniChains: [...known.sniChains, ...hostsOnEveryGateway(recorded.data?.sniHosts ?? [], gateways)] } : known;
     if (result.ahead) log.info({ hosts: stateFor(acl).sniHosts }, 'no Gateway for the virtual garden yet; its filter is written ahead for the hosts it will have');
     const state = stateFor(acl);
     const warnings = result.warnings.map(formatProblem);
@@ -68,7 +77,8 @@ export class GardenActuator implements Actuator {
     // The namespaces written before stay recorded, so a deletion still finds leftovers there.
     const gatewayNamespaces = [...new Set([...state.gatewayNamespaces, ...(recorded.data?.gatewayNamespaces ?? [])])].sort();
     const progress = await this.managedResources.converge(GARDEN_EXTENSION.namespace, buildGardenEnvoyFilters(acl, this.deps.operator.sniPort));
-    const written = { ...state, gatewayNamespaces };
+    // Recorded while some egress is unknown: the status changes when it is known again.
+    const written = { ...state, gatewayNamespaces, ...(kept ? { managedSeedEgressUnknown: true } : {}) };
     if (progress.kind !== 'applied') {
       const mr = `${GARDEN_EXTENSION.namespace}/${GARDEN_MANAGED_RESOURCE_NAME}`;
       log.info({ managedResource: mr, detail: progress.detail }, 'the virtual garden’s filter is not applied yet');
@@ -78,6 +88,10 @@ export class GardenActuator implements Actuator {
         state: written,
         ...(progress.kind === 'failed' ? { problem: `gardener-resource-manager could not apply ManagedResource ${mr} (the virtual garden’s SNI filter): ${progress.detail}` } : {}),
       };
+    }
+    if (kept) {
+      await this.deps.warn(ext, 'ManagedSeedEgressUnknown', kept.description, true);
+      return { kind: 'done', state: written, description: `the ACL in force stays, admitting every range it admitted, until every ManagedSeed’s egress is known: ${kept.description}` };
     }
     return { kind: 'done', state: written };
   }
@@ -111,4 +125,23 @@ export class GardenActuator implements Actuator {
     this.deps.logger.info({ garden: `${ext.metadata.namespace}/${ext.metadata.name}`, force }, 'the virtual garden’s ACL filter removed');
     return { kind: 'done' };
   }
+}
+
+type Kept = { readonly kind: 'kept'; readonly acl: GardenAcl; readonly description: string } | { readonly kind: 'not-applicable'; readonly description: string };
+
+/**
+ * While some ManagedSeed's egress is unknown, an ACL computed without it could lock that gardenlet
+ * out; refusing to reconcile would instead hold up gardener-operator's Garden reconcile before the
+ * virtual garden's kube-apiserver (lifecycle BeforeKubeAPIServer), which may be what needs
+ * repairing. So the rule in force stays in force, admitting every range it admitted (a seed's last
+ * known egress among them) plus what is known now; only a changed rule waits.
+ */
+function keptInForce(acl: GardenAcl, unknown: readonly Problem[], inForce: ExtensionState['applied']): Kept {
+  const description = boundedLines(unknown.map(formatProblem), MAX_LISTED_ERRORS).join('\n');
+  if (!inForce) return { kind: 'not-applicable', description };
+  const ruleOf = (rule: GardenAcl['rule']) => stateFor({ rule, alwaysAllowed: [], sniChains: [] }).applied.rule;
+  if (!jsonEqual(ruleOf(acl.rule), ruleOf(inForce.rule))) {
+    return { kind: 'not-applicable', description: `${description}\nthe changed rule is applied once every ManagedSeed’s egress is known; until then the rule in force stays` };
+  }
+  return { kind: 'kept', acl: { ...acl, alwaysAllowed: normalizeCidrSet([...acl.alwaysAllowed, ...inForce.alwaysAllowed]) }, description };
 }

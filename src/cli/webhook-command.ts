@@ -12,7 +12,7 @@ import { storedEnvoyFilterUid } from '../webhook/stored-filter-uid.js';
 import { InformerCacheSource } from '../webhook/informer-cache-source.js';
 import { WebhookCertificateManager } from '../webhook/certificate-manager.js';
 import { CERT_FILE, KEY_FILE, readKeyPair, selfSignedCertificates, serviceDnsNames, writeKeyPair, type KeyPair } from '../webhook/serving-certs.js';
-import { servingNames } from '../webhook/serving-names.js';
+import { servingNamesOf } from '../webhook/serving-names.js';
 import { startWebhookApp, type CertificateSource } from '../webhook/webhook-app.js';
 import { gardenWebhookConfiguration, mutatingWebhookConfiguration, validatingWebhookConfiguration, type ClientTarget } from '../webhook/webhook-configuration.js';
 import { argsUsageError, parseCommandArgs } from './command-args.js';
@@ -51,8 +51,13 @@ const configArgs = flagsSchema(WEBHOOK_CONFIG_FLAGS)
  */
 async function managedCertificates(a: z.output<typeof serveArgs>, namespace: string, legacyProxyPort: number, logger: Logger): Promise<WebhookCertificateManager> {
   const clientTarget: ClientTarget = a['register-url'] ? { url: a['register-url'] } : { service: a.service! };
+  // The runtime cluster's API server calls the Garden webhook through its own Service: the URL the
+  // virtual garden calls may not resolve there.
+  const gardenTarget: ClientTarget = a['garden-service'] ? { service: a['garden-service'] } : clientTarget;
   const configTarget = loadKubeConfig(a['webhook-config-kubeconfig'] ?? process.env.GARDEN_KUBECONFIG ?? a.kubeconfig);
   const owner = a['webhook-config-owner'];
+  const gardenOwner = a['garden-webhook-config-owner'] ?? owner;
+  const gardens = a.webhooks.includes('garden');
   let firstPair: () => void = () => undefined;
   const written = new Promise<void>((resolve) => (firstPair = resolve));
   const options = { target: clientTarget, timeoutSeconds: a['timeout-seconds'], controllerUsername: a['controller-username'], legacyProxyPort };
@@ -61,7 +66,7 @@ async function managedCertificates(a: z.output<typeof serveArgs>, namespace: str
     namespace,
     caSecretName: `${a['certificates-name']}-ca`,
     servingSecretName: `${a['certificates-name']}-tls`,
-    ...servingNames(clientTarget),
+    ...servingNamesOf([clientTarget, ...(gardens ? [gardenTarget] : [])]),
     caValidityMs: a['ca-validity'],
     servingValidityMs: a['cert-validity'],
     logger,
@@ -70,14 +75,14 @@ async function managedCertificates(a: z.output<typeof serveArgs>, namespace: str
       firstPair();
     },
     configurations: [
-      ...(a.webhooks.includes('envoyfilter') ? [{ build: mutatingWebhookConfiguration, target: configTarget }] : []),
-      ...(a.webhooks.includes('shoot') ? [{ build: validatingWebhookConfiguration, target: configTarget }] : []),
+      ...(a.webhooks.includes('envoyfilter') ? [{ build: mutatingWebhookConfiguration, target: configTarget, client: clientTarget, ownedBy: owner }] : []),
+      ...(a.webhooks.includes('shoot') ? [{ build: validatingWebhookConfiguration, target: configTarget, client: clientTarget, ownedBy: owner }] : []),
       // Gardens live in the runtime cluster, the server's own.
-      ...(a.webhooks.includes('garden') ? [{ build: gardenWebhookConfiguration, target: loadKubeConfig(a.kubeconfig) }] : []),
-    ].map(({ build, target }) => ({
+      ...(gardens ? [{ build: gardenWebhookConfiguration, target: loadKubeConfig(a.kubeconfig), client: gardenTarget, ownedBy: gardenOwner }] : []),
+    ].map(({ build, target, client, ownedBy }) => ({
       target,
-      ...(owner ? { owner: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', name: owner } } : {}),
-      build: (caBundlePem: string) => build({ ...options, caBundlePem }),
+      ...(ownedBy ? { owner: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', name: ownedBy } } : {}),
+      build: (caBundlePem: string) => build({ ...options, target: client, caBundlePem }),
     })),
   });
   void manager.start();

@@ -48,6 +48,12 @@ export interface GardenInventory {
 export type GardenAclResult =
   /** `ahead`: no Gateway yet; the chains are the hosts it will have (api.<d> and gardener.<d> of every domain), one per host. */
   | { readonly kind: 'acl'; readonly acl: GardenAcl; readonly warnings: readonly Problem[]; readonly ahead: boolean }
+  /**
+   * Computable but for some ManagedSeed's egress (the virtual garden cannot be read, or a
+   * ManagedSeed's Shoot is missing, `unknown` says which): `acl` admits only the egress that is
+   * known. Applied alone it could lock a gardenlet out; the actuator may only widen what is in force.
+   */
+  | { readonly kind: 'egress-unknown'; readonly acl: GardenAcl; readonly warnings: readonly Problem[]; readonly ahead: boolean; readonly unknown: readonly Problem[] }
   /** Not computable now; the stored protection stays as it is. `configuration`: only the owner can fix it. */
   | { readonly kind: 'problem'; readonly problems: readonly Problem[]; readonly configuration: boolean }
   /** An input gardener-operator writes next to the Extension is not there yet. */
@@ -61,15 +67,16 @@ function gardenGatewayWorkloads(deployments: readonly Deployment[]): GatewayWork
     .sort((a, b) => a.namespace.localeCompare(b.namespace));
 }
 
-function managedSeedEgress(inv: GardenInventory, problems: Problem[], warnings: Problem[]): CidrCollector | undefined {
+/** The known egress of every ManagedSeed's shoot; `unknown` gets an error for each egress that cannot be known now. */
+function managedSeedEgress(inv: GardenInventory, problems: Problem[], warnings: Problem[], unknown: Problem[]): CidrCollector {
   if ((inv.managedSeeds === undefined || inv.gardenShoots === undefined) && !inv.virtualGardenDeployed) return new CidrCollector(problems, 'virtual garden');
   if (inv.managedSeeds === undefined || inv.gardenShoots === undefined) {
-    problems.push({
+    unknown.push({
       severity: 'error',
       object: 'virtual garden',
       message: 'its ManagedSeeds cannot be read, so the egress of every seed’s gardenlet is unknown and an ACL could lock them out; the ACL is left as it was (check the controller’s virtual garden kubeconfig and its permissions to list ManagedSeeds and Shoots in namespace garden)',
     });
-    return undefined;
+    return new CidrCollector(problems, 'virtual garden');
   }
   const shoots = new Map(inv.gardenShoots.map((s) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
   const egress = new CidrCollector(problems, 'virtual garden');
@@ -80,7 +87,7 @@ function managedSeedEgress(inv: GardenInventory, problems: Problem[], warnings: 
     const shoot = shoots.get(`${seed.metadata.namespace}/${shootName}`);
     const shootRef = objectRef('Shoot', seed.metadata.namespace, shootName);
     if (!shoot) {
-      problems.push({ severity: 'error', object: seedRef, message: `its ${shootRef} is not found, so its gardenlet’s egress is unknown; the ACL is left as it was until the Shoot exists or the ManagedSeed is gone` });
+      unknown.push({ severity: 'error', object: seedRef, message: `its ${shootRef} is not found, so its gardenlet’s egress is unknown; the ACL is left as it was until the Shoot exists or the ManagedSeed is gone` });
       continue;
     }
     const cidrs = shoot.status?.networking?.egressCIDRs ?? [];
@@ -138,7 +145,8 @@ export function gardenAclFromInventory(extension: Extension, inv: GardenInventor
   (networking.pods ?? []).forEach((c, i) => runtime.add(c, `spec.runtimeCluster.networking.pods[${i}]`));
   const addressWarning = clientAddressWarning(garden, gardenRef);
   if (addressWarning) warnings.push(addressWarning);
-  const seeds = managedSeedEgress(inv, problems, warnings);
+  const unknown: Problem[] = [];
+  const seeds = managedSeedEgress(inv, problems, warnings, unknown);
 
   const gateway = inv.gateways.find((g) => g.metadata.namespace === VIRTUAL_GARDEN_GATEWAY.namespace && g.metadata.name === VIRTUAL_GARDEN_GATEWAY.name);
   const gatewayRef = objectRef('Gateway', VIRTUAL_GARDEN_GATEWAY.namespace, VIRTUAL_GARDEN_GATEWAY.name);
@@ -161,13 +169,10 @@ export function gardenAclFromInventory(extension: Extension, inv: GardenInventor
     sniChains = hostsOnEveryGateway(hosts, workloads);
   }
 
-  if (problems.length > 0 || !seeds) return { kind: 'problem', configuration: false, problems };
-  return {
-    kind: 'acl',
-    acl: { rule: config.rule, alwaysAllowed: normalizeCidrSet([...runtime.cidrs, ...seeds.cidrs, ...operator.additionalAllowedCIDRs]), sniChains },
-    warnings,
-    ahead: !gateway,
-  };
+  if (problems.length > 0) return { kind: 'problem', configuration: false, problems };
+  const acl = { rule: config.rule, alwaysAllowed: normalizeCidrSet([...runtime.cidrs, ...seeds.cidrs, ...operator.additionalAllowedCIDRs]), sniChains };
+  if (unknown.length > 0) return { kind: 'egress-unknown', acl, warnings, ahead: !gateway, unknown };
+  return { kind: 'acl', acl, warnings, ahead: !gateway };
 }
 
 /**

@@ -82,7 +82,9 @@ export function operatorExtension(o: OperatorExtensionOptions): Record<string, u
     kind: 'Extension',
     metadata: { name: o.name, annotations: { ...POD_SECURITY } },
     spec: {
-      resources: [{ ...RESOURCE, lifecycle: { ...RESOURCE.lifecycle } }],
+      // garden: gardener-operator's ValidateGarden admits a Garden's `acl` entry only for a type
+      // registered for the garden; it strips garden from the ControllerRegistration it makes for seeds.
+      resources: [{ ...RESOURCE, lifecycle: { ...RESOURCE.lifecycle }, clusterCompatibility: ['shoot', 'garden'] }],
       deployment: {
         extension: { helm: { ociRepository: { ref: o.chartRef } }, values: o.values, policy: o.policy },
         admission: {

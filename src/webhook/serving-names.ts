@@ -9,3 +9,9 @@ export function servingNames(target: ClientTarget): { dnsNames: string[]; ips: s
   const host = new URL(target.url).hostname.replace(/^\[(.*)\]$/, '$1');
   return isIP(host) ? { dnsNames: [], ips: [host] } : { dnsNames: [host], ips: [] };
 }
+
+/** The names of every target one certificate serves, each once, in a stable order. */
+export function servingNamesOf(targets: readonly ClientTarget[]): { dnsNames: string[]; ips: string[] } {
+  const names = targets.map(servingNames);
+  return { dnsNames: [...new Set(names.flatMap((n) => n.dnsNames))], ips: [...new Set(names.flatMap((n) => n.ips))] };
+}

@@ -10,7 +10,12 @@
 // objects and gardener-operator's ServiceAccount kube-system/extension-admission-acl are created
 // in it); the Shoot CRD is the stand-in of test/kube/crds. Changed for this machine: the server
 // registers --register-url=https://127.0.0.1:<Service stand-in> instead of the runtime Service's DNS
-// name, and lifetimes are 60 s instead of 30 d.
+// name, and the Garden webhook there too (no --garden-service: this API server cannot resolve a
+// Service), and lifetimes are 60 s instead of 30 d.
+//
+// The runtime render also registers the Garden webhook (gardener-acl-garden) in the runtime
+// cluster, owned by the runtime ClusterRole gardener-acl-admission-garden: the API server then
+// refuses a Garden that goes straight to an enforced ACL.
 import { X509Certificate } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -20,7 +25,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createObject, getObject, mergePatch, type ObjectRef, type ObjectToWrite } from '../../src/kube/objects-client.js';
 import { getFreePort, type ControlPlane } from '../kube/control-plane.js';
 import { eventually, sleep, startWithCRDs } from '../kube/kube-test-helpers.js';
+import { gardenerCrdFile } from '../support/gardener-resource-manager.js';
 import { ServiceStandIn } from '../support/service-stand-in.js';
+import { garden, rule, write } from '../webhook/garden-writes.js';
 import { CONFIG_MOUNT, canI, serviceAccountKubeconfig, startChartContainer, writeChartConfig, type RunningContainer } from './chart-processes.js';
 import { ADMISSION_CHART, renderChart, type KubeObject } from './helm.js';
 import { bundleOf, presented, secretValue, stopProcess } from './rollout-helpers.js';
@@ -63,7 +70,9 @@ describe('garden admission keeps its certificates and registration (gardener-ope
       'webhook',
       runtimeKubeconfig,
       (arg) =>
-        arg
+        arg.startsWith('--garden-service=')
+          ? []
+          : arg
           .replace(`${CONFIG_MOUNT}/config.yaml`, configFile)
           .replace('/etc/gardener-acl/webhook-tls', certDir)
           .replace(/^--port=\d+$/, `--port=${port}`)
@@ -90,6 +99,7 @@ describe('garden admission keeps its certificates and registration (gardener-ope
   beforeAll(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'acl-admission-certs-'));
     cp = await startWithCRDs([RUNTIME_NS, 'garden-p', 'extension-admission-acl']);
+    await cp.installCRDs([gardenerCrdFile('operator.gardener.cloud_gardens.yaml')]);
     runtime = await renderChart(ADMISSION_CHART, runtimeInjected, RUNTIME_NS);
     const virtual = await renderChart(ADMISSION_CHART, virtualInjected, 'extension-admission-acl');
     for (const obj of [...runtime, ...virtual]) await createObject(cp.kubeConfig, obj as unknown as ObjectToWrite);
@@ -119,6 +129,9 @@ describe('garden admission keeps its certificates and registration (gardener-ope
     expect(await canI(cp, virtualUser, VIRTUAL_SA.namespace, { ...vwc, verb: 'patch' })).toBe(true);
     expect(await canI(cp, virtualUser, VIRTUAL_SA.namespace, { ...vwc, name: 'another', verb: 'patch' })).toBe(false);
     expect(await canI(cp, virtualUser, VIRTUAL_SA.namespace, { ...secret, verb: 'get' })).toBe(false);
+    // The Garden webhook's registration is the runtime side's (Gardens live there), and only that one.
+    expect(await canI(cp, runtimeUser, RUNTIME_NS, { ...vwc, name: 'gardener-acl-garden', verb: 'patch' })).toBe(true);
+    expect(await canI(cp, virtualUser, VIRTUAL_SA.namespace, { ...vwc, name: 'gardener-acl-garden', verb: 'patch' })).toBe(false);
   });
 
   it('two replicas racing to create, a rolling restart and a CA rotation: zero failed admission calls', async () => {
@@ -176,4 +189,24 @@ describe('garden admission keeps its certificates and registration (gardener-ope
     expect(refused).toBeGreaterThan(10);
     console.log(`admission rollout: ${admitted} ACL changes admitted, ${refused} invalid ones refused by the webhook, ${failures.length} failed`);
   }, 300_000);
+
+  it('the runtime render registers the Garden webhook in the runtime cluster, owned there: a Garden straight to an enforced ACL is refused, audit first is admitted', async () => {
+    // Replicas may be none if the test above failed early; one is enough here.
+    if (replicas.length === 0) await ready(await startReplica());
+    const gardenVwcRef: ObjectRef = { ...vwcRef, name: 'gardener-acl-garden' };
+    await eventually('gardener-acl-garden registered', async () => (await getObject(cp.kubeConfig, gardenVwcRef)) !== undefined, 60_000).catch((error: Error) => {
+      throw new Error(`${error.message}\n${output()}`);
+    });
+    const registered = await getObject(cp.kubeConfig, gardenVwcRef);
+    const owner = await getObject(cp.kubeConfig, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', name: 'gardener-acl-admission-garden' });
+    expect((registered?.['metadata'] as { ownerReferences?: { name: string; uid: string }[] }).ownerReferences).toEqual([
+      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', name: 'gardener-acl-admission-garden', uid: (owner?.['metadata'] as { uid: string }).uid },
+    ]);
+    expect(bundleOf(registered)).toEqual(bundleOf(await getObject(cp.kubeConfig, vwcRef)));
+    const straight = await write(cp, 'POST', garden('straight-to-enforce', rule(['203.0.113.0/24'])));
+    expect(straight.status).toBe(422);
+    expect(straight.message).toContain('admission webhook "gardens.acl.gardener.cloud" denied the request: spec.extensions[0].providerConfig.rule: admits fewer clients than the rule in force (none: everyone)');
+    expect(await write(cp, 'POST', garden('audit-first', rule(['203.0.113.0/24'], 'audit')))).toEqual({ status: 200, message: '' });
+    expect(await write(cp, 'PUT', garden('audit-first', rule(['203.0.113.0/24'])))).toEqual({ status: 200, message: '' });
+  }, 120_000);
 });

@@ -69,7 +69,8 @@ export async function startChartContainer(
   objects: readonly KubeObject[],
   name: string,
   kubeconfig: string,
-  mapArg: (arg: string) => string,
+  /** An arg as this machine needs it: one string, or none (an empty list drops it). */
+  mapArg: (arg: string) => string | readonly string[],
   namespace = 'garden',
   /** What the platform injects besides the chart (e.g. gardener-operator's GARDEN_KUBECONFIG). */
   injectedEnv: Record<string, string> = {},
@@ -78,7 +79,7 @@ export async function startChartContainer(
   const container = deployments.flatMap((d) => d.spec.template.spec.containers).find((c) => c.name === name);
   if (!container) throw new Error(`no ${name} container`);
   const probePort = await getFreePort();
-  const args = container.args.map(mapArg).map((arg) => arg.replace(/^--probe-port=\d+$/, `--probe-port=${probePort}`));
+  const args = container.args.flatMap(mapArg).map((arg) => arg.replace(/^--probe-port=\d+$/, `--probe-port=${probePort}`));
   const env: Record<string, string> = {};
   for (const e of container.env ?? []) {
     if (e.value !== undefined) env[e.name] = e.value;

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { parseOperatorConfig } from '../../src/config/operator-config.js';
 import { operatorExtension } from '../../src/registration/registration-objects.js';
-import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../../src/webhook/webhook-configuration.js';
+import { gardenWebhookConfiguration, mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../../src/webhook/webhook-configuration.js';
 import { CLUSTER_RULES, SERVED_CHECK_CLUSTER_RULES, WEBHOOK_DISABLED_CLUSTER_RULES, KUBE_SYSTEM_RULES, MANAGED_CERTIFICATE_CLUSTER_RULES, MANAGED_CERTIFICATE_RULES, WEBHOOK_RULES, leaderElectionRules } from './expected-rbac.js';
 import { ADMISSION_CHART, SEED_CHART, find, helm, renderChart, type KubeObject } from './helm.js';
 
@@ -268,6 +268,17 @@ describe('admission chart rendering', () => {
     expect(podSpec(objects).template.spec.containers[0]?.args.slice(0, 2)).toEqual(['webhook', '--webhooks=shoot']);
   });
 
+  it('webhook.garden.enabled true in a plain install: the server also validates Gardens and registers gardener-acl-garden with its own ClusterRole', async () => {
+    const objects = await renderChart(ADMISSION_CHART, { webhook: { garden: { enabled: true } } });
+    expect(find(objects, 'ClusterRole', 'gardener-acl-admission').rules).toContainEqual({
+      apiGroups: ['admissionregistration.k8s.io'], resources: ['validatingwebhookconfigurations'], resourceNames: ['gardener-acl', 'gardener-acl-garden'], verbs: ['get', 'patch'],
+    });
+    const args = podSpec(objects).template.spec.containers[0]?.args ?? [];
+    expect(args[1]).toBe('--webhooks=shoot,garden');
+    expect(args).toContain('--garden-service=gardener-acl-admission.garden:443');
+    expect(args).toContain('--garden-webhook-config-owner=gardener-acl-admission');
+  });
+
   it('virtual-garden release: only the registration, by URL', async () => {
     const ca = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
     const objects = await renderChart(ADMISSION_CHART, {
@@ -306,13 +317,33 @@ describe('admission chart as gardener-operator renders it (values of `registrati
   const runtimeInjected = { gardener: { runtimeCluster: { priorityClassName: 'gardener-garden-system-400' }, virtualCluster: { enabled: true, namespace: 'extension-admission-acl' } } };
   const virtualInjected = { gardener: { virtualCluster: { enabled: true, serviceAccount: { name: 'extension-admission-acl', namespace: 'kube-system' } } } };
 
-  it('mode managed, runtime-cluster render: the server registers itself by URL in the virtual garden (GARDEN_KUBECONFIG); it may keep its two Secrets', async () => {
+  it('mode managed, runtime-cluster render: the server registers itself by URL in the virtual garden (GARDEN_KUBECONFIG) and the Garden webhook in the runtime cluster; it may keep its two Secrets', async () => {
     const objects = await renderChart(ADMISSION_CHART, { ...managed, ...runtimeInjected });
     expect(objects.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual([
+      'ClusterRole/gardener-acl-admission-garden', 'ClusterRoleBinding/gardener-acl-admission-garden',
       'ConfigMap/gardener-acl-admission-config', 'Deployment/gardener-acl-admission', 'PodDisruptionBudget/gardener-acl-admission', 'Role/gardener-acl-admission',
       'RoleBinding/gardener-acl-admission', 'Service/gardener-acl-admission', 'ServiceAccount/gardener-acl-admission',
     ]);
-    expect(podSpec(objects).template.spec.containers[0]?.args).toContain('--register-url=https://gardener-acl-admission.garden.svc');
+    const args = podSpec(objects).template.spec.containers[0]?.args;
+    expect(args?.[1]).toBe('--webhooks=shoot,garden');
+    expect(args).toContain('--register-url=https://gardener-acl-admission.garden.svc');
+    expect(args).toContain('--garden-service=gardener-acl-admission.garden:443');
+    expect(args).toContain('--garden-webhook-config-owner=gardener-acl-admission-garden');
+    // Exactly what the certificate manager sends for gardener-acl-garden, in the runtime cluster.
+    expect(find(objects, 'ClusterRole', 'gardener-acl-admission-garden').rules).toEqual([
+      { apiGroups: ['admissionregistration.k8s.io'], resources: ['validatingwebhookconfigurations'], verbs: ['create'] },
+      { apiGroups: ['admissionregistration.k8s.io'], resources: ['validatingwebhookconfigurations'], resourceNames: ['gardener-acl-garden'], verbs: ['get', 'patch'] },
+      { apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles'], resourceNames: ['gardener-acl-admission-garden'], verbs: ['get'] },
+    ]);
+    expect(find(objects, 'ClusterRoleBinding', 'gardener-acl-admission-garden').subjects).toEqual([{ kind: 'ServiceAccount', name: 'gardener-acl-admission', namespace: 'garden' }]);
+  });
+
+  it('webhook.garden.enabled false: the runtime render has no Garden webhook', async () => {
+    const objects = await renderChart(ADMISSION_CHART, { ...managed, ...runtimeInjected, webhook: { ...(managed['webhook'] as object), garden: { enabled: false } } });
+    expect(objects.some((o) => o.metadata.name === 'gardener-acl-admission-garden')).toBe(false);
+    const args = podSpec(objects).template.spec.containers[0]?.args ?? [];
+    expect(args[1]).toBe('--webhooks=shoot');
+    expect(args.some((a) => a.startsWith('--garden-'))).toBe(false);
   });
 
   it('mode managed, virtual-garden render: no registration, only the rights of the ServiceAccount gardener-operator gives the server there', async () => {
@@ -321,10 +352,13 @@ describe('admission chart as gardener-operator renders it (values of `registrati
     expect(find(objects, 'ClusterRoleBinding').subjects).toEqual([{ kind: 'ServiceAccount', name: 'extension-admission-acl', namespace: 'kube-system' }]);
   });
 
-  it('mode secret, runtime-cluster render: the server with the operator’s priority class, no registration, no Secret of its own', async () => {
+  it('mode secret, runtime-cluster render: the server with the operator’s priority class, no Shoot registration, no Secret of its own; the Garden webhook of the webhook code, by the Service', async () => {
     const objects = await renderChart(ADMISSION_CHART, { ...values, ...runtimeInjected });
-    expect(objects.map((o) => o.kind).sort()).toEqual(['ConfigMap', 'Deployment', 'PodDisruptionBudget', 'Service', 'ServiceAccount']);
+    expect(objects.map((o) => o.kind).sort()).toEqual(['ConfigMap', 'Deployment', 'PodDisruptionBudget', 'Service', 'ServiceAccount', 'ValidatingWebhookConfiguration']);
     expect((podSpec(objects).template.spec as unknown as { priorityClassName: string }).priorityClassName).toBe('gardener-garden-system-400');
+    const rendered = find(objects, 'ValidatingWebhookConfiguration', 'gardener-acl-garden') as unknown as { webhooks: unknown[] };
+    expect(rendered.webhooks).toEqual((gardenWebhookConfiguration({ target: { service: { name: 'gardener-acl-admission', namespace: 'garden', port: 443 } }, caBundlePem: ca }) as { webhooks: unknown[] }).webhooks);
+    expect(podSpec(objects).template.spec.containers[0]?.args.slice(0, 2)).toEqual(['webhook', '--webhooks=shoot,garden']);
   });
 
   it('mode secret, virtual-garden render: only the registration, by URL to the runtime Service, trusting the same CA', async () => {
@@ -391,6 +425,7 @@ describe('invalid values are rejected by values.schema.json with the field named
     ['webhook TLS from a Secret without its CA', SEED_CHART, ['--set', 'webhook.tls.mode=secret', '--set', 'webhook.tls.secretName=x'], "at '/webhook/tls/caBundle'"],
     ['zero replicas', SEED_CHART, ['--set', 'replicas=0'], "at '/replicas': minimum: got 0, want 1"],
     ['admission URL mode without https URL', ADMISSION_CHART, ['--set', 'webhook.registration.mode=url', '--set', 'webhook.registration.url=http://x'], "at '/webhook/registration/url'"],
+    ['a Garden webhook switch that is neither auto nor true or false', ADMISSION_CHART, ['--set', 'webhook.garden.enabled=yes'], "at '/webhook/garden/enabled'"],
   ])('%s', async (_name, chart, args, message) => {
     const result = await helm(['template', 'gardener-acl', chart, ...args]);
     expect(result.code).not.toBe(0);

@@ -116,7 +116,8 @@ describe('gardener-acl registration', () => {
     const [ext] = parseAllDocuments(result.stdout).map((d) => d.toJS() as { apiVersion: string; kind: string; spec: { resources: unknown[]; deployment: { extension: unknown; admission: unknown } } });
     expect(ext?.apiVersion).toBe('operator.gardener.cloud/v1alpha1');
     expect(ext?.kind).toBe('Extension');
-    expect(ext?.spec.resources).toEqual(objects[0]?.spec?.resources);
+    // The same resource as for gardenlet, also registered for the garden (the Garden's acl entry).
+    expect(ext?.spec.resources).toEqual([{ ...(objects[0]?.spec?.resources[0] as object), clusterCompatibility: ['shoot', 'garden'] }]);
     expect(ext?.spec.deployment.extension).toEqual({ helm: { ociRepository: { ref: 'ghcr.io/org/charts/gardener-acl:0.1.0' } }, values: {}, policy: 'OnDemand' });
     // gardener-operator's AdmissionDeploymentSpec: helm per cluster, values shared by both renders.
     expect(ext?.spec.deployment.admission).toEqual({

@@ -8,6 +8,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { registrationCommand } from '../../src/cli/registration-command.js';
+import { stringify as stringifyYaml } from 'yaml';
+import { storableGardenObject } from '../istio/garden-fixture.js';
 import { validateWithGardener } from '../support/gardener-contract.js';
 
 async function registration(args: string[]): Promise<string> {
@@ -49,6 +51,18 @@ describe("Gardener's validation of the registration objects", () => {
       '--operator', '--chart-ref', 'ghcr.io/org/charts/gardener-acl:0.1.0', '--admission-chart-ref', 'ghcr.io/org/charts/gardener-acl-admission:0.1.0', '--admission-ca-bundle', ca,
     ]));
     expect(run.steps.slice(1).map((s) => [s.step.replace(/^.*#/, '#'), s.ok, s.error])).toEqual([['#0 Extension', true, undefined]]);
+  });
+
+  it('a Garden with an acl entry passes gardener-operator’s defaulting and ValidateGarden next to the printed Extension, and is refused without it', async () => {
+    const extension = await registration(['--operator', '--chart-ref', 'ghcr.io/org/charts/gardener-acl:0.1.0', '--admission-chart-ref', 'ghcr.io/org/charts/gardener-acl-admission:0.1.0']);
+    const garden = stringifyYaml(storableGardenObject([{ type: 'acl', providerConfig: { rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['203.0.113.0/24'], mode: 'audit' } } }]));
+    const run = await validate('garden.yaml', `${extension}---\n${garden}`);
+    expect(run.steps.slice(1).map((s) => [s.step.replace(/^.*#/, '#'), s.ok, s.error])).toEqual([
+      ['#0 Extension', true, undefined],
+      ['#1 Garden', true, undefined],
+    ]);
+    const alone = await validate('garden-alone.yaml', garden);
+    expect(alone.steps[1]?.error).toContain('spec.extensions[0].type: Unsupported value: "acl"');
   });
 
   it('the validator refuses what Gardener refuses (an admission value it does not know, a bad lifecycle)', async () => {

@@ -72,6 +72,27 @@ export function gardenObject(settings: { readonly proxyProtocol?: boolean } = {}
   };
 }
 
+/** The Garden as gardener-operator's CRD requires it: gardenObject's networking plus the fields its schema makes required. */
+export function storableGardenObject(extensions: readonly JsonObject[] = []): JsonObject {
+  const garden = gardenObject() as { spec: { runtimeCluster: JsonObject; virtualCluster: JsonObject } } & JsonObject;
+  return {
+    ...garden,
+    spec: {
+      ...garden.spec,
+      runtimeCluster: { ...garden.spec.runtimeCluster, ingress: { controller: { kind: 'nginx' } }, provider: {} },
+      virtualCluster: {
+        ...garden.spec.virtualCluster,
+        gardener: { clusterIdentity: 'test-garden' },
+        kubernetes: { version: '1.33.0' },
+        maintenance: { timeWindow: { begin: '220000+0100', end: '230000+0100' } },
+        // Gardener refuses a virtual cluster service network that intersects the runtime cluster's.
+        networking: { services: ['10.112.0.0/13'] },
+      },
+      extensions: [...extensions],
+    },
+  };
+}
+
 /** The Extension gardener-operator writes for spec.extensions[type=acl] (pkg/component/extensions/extension, NamePrefix garden-). */
 export function gardenExtension(providerConfig: unknown, namespace = 'garden'): JsonObject {
   return {

@@ -9,64 +9,13 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { webhookConfigCommand } from '../../src/cli/webhook-command.js';
-import { restRequest } from '../../src/kube/rest.js';
-import { createObject, type ObjectToWrite } from '../../src/kube/objects-client.js';
+import { createObject } from '../../src/kube/objects-client.js';
 import { CONFIRM_LOCK_OUT_ANNOTATION } from '../../src/webhook/garden-validator.js';
 import type { ControlPlane } from '../kube/control-plane.js';
 import { eventually, startWithCRDs } from '../kube/kube-test-helpers.js';
 import { gardenerCrdFile } from '../support/gardener-resource-manager.js';
+import { garden, rule, write } from './garden-writes.js';
 import { startTestWebhook, type TestWebhook } from './webhook-fixtures.js';
-
-const rule = (cidrs: readonly string[], mode?: 'audit' | 'enforce') => ({ rule: { action: 'ALLOW', type: 'remote_ip', cidrs: [...cidrs], ...(mode ? { mode } : {}) } });
-
-function garden(name: string, providerConfig: unknown, annotations: Record<string, string> = {}): ObjectToWrite {
-  return {
-    apiVersion: 'operator.gardener.cloud/v1alpha1',
-    kind: 'Garden',
-    metadata: { name, annotations },
-    spec: {
-      runtimeCluster: { ingress: { controller: { kind: 'nginx' } }, networking: { pods: ['100.96.0.0/11'], services: ['100.64.0.0/13'] }, provider: {} },
-      virtualCluster: {
-        dns: { domains: [{ name: 'garden.example.test' }] },
-        gardener: { clusterIdentity: name },
-        kubernetes: { version: '1.33.0' },
-        maintenance: { timeWindow: { begin: '220000+0100', end: '230000+0100' } },
-        networking: { services: ['100.64.0.0/13'] },
-      },
-      extensions: providerConfig === undefined ? [] : [{ type: 'acl', providerConfig }],
-    },
-  } as unknown as ObjectToWrite;
-}
-
-interface Answer {
-  readonly status: number;
-  readonly message: string;
-}
-
-async function write(cp: ControlPlane, method: 'POST' | 'PUT', object: ObjectToWrite): Promise<Answer> {
-  const name = object.metadata.name;
-  try {
-    const path = `/apis/operator.gardener.cloud/v1alpha1/gardens${method === 'PUT' ? `/${name}` : ''}`;
-    let body: unknown = object;
-    if (method === 'PUT') {
-      const current = (await restRequest(cp.kubeConfig, { method: 'GET', path })) as { metadata: { resourceVersion: string } };
-      body = { ...object, metadata: { ...object.metadata, resourceVersion: current.metadata.resourceVersion } };
-    }
-    await restRequest(cp.kubeConfig, { method, path, body });
-    return { status: 200, message: '' };
-  } catch (error) {
-    const e = error as { code?: number; body?: unknown; message?: string };
-    const text = typeof e.body === 'string' ? e.body : JSON.stringify(e.body ?? '');
-    const parsed = (() => {
-      try {
-        return JSON.parse(text) as { message?: string; code?: number };
-      } catch {
-        return { message: e.message ?? text };
-      }
-    })();
-    return { status: parsed.code ?? e.code ?? 0, message: parsed.message ?? '' };
-  }
-}
 
 describe('the Garden webhook behind a real kube-apiserver with gardener-operator’s Garden CRD', () => {
   let cp: ControlPlane;

@@ -81,3 +81,21 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{ .Values.webhook.registration.url }}
 {{- end -}}
 {{- end -}}
+
+{{- /* The Garden webhook (validate-garden: gardener-operator's Gardens, which live in the runtime
+       cluster, the server's own). webhook.garden.enabled "auto" (the default): on where Gardens
+       exist, gardener-operator's runtime render; true: also for a plain install with the server. */ -}}
+{{- define "gardener-acl-admission.gardenWebhook" -}}
+{{- $garden := .Values.webhook.garden | default dict -}}
+{{- $enabled := "auto" -}}
+{{- if hasKey $garden "enabled" -}}{{- $enabled = toString $garden.enabled -}}{{- end -}}
+{{- $render := include "gardener-acl-admission.operatorRender" . -}}
+{{- if and (include "gardener-acl-admission.serverEnabled" .) (or (eq $enabled "true") (and (eq $enabled "auto") (eq $render "runtime"))) -}}true{{- end -}}
+{{- end -}}
+
+{{- /* The ClusterRole that owns gardener-acl-garden (so it goes with the installation) and grants
+       its writes: in gardener-operator's runtime render a ClusterRole of its own, as the installation's
+       gardener-acl-admission is in the virtual garden; in a plain install that one. */ -}}
+{{- define "gardener-acl-admission.gardenOwner" -}}
+{{- if eq (include "gardener-acl-admission.operatorRender" .) "runtime" -}}gardener-acl-admission-garden{{- else -}}gardener-acl-admission{{- end -}}
+{{- end -}}

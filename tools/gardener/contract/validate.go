@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -19,11 +20,14 @@ import (
 	"github.com/gardener/gardener/pkg/apis/core"
 	coreinstall "github.com/gardener/gardener/pkg/apis/core/install"
 	operatorv1alpha1 "github.com/gardener/gardener/pkg/apis/operator/v1alpha1"
+	gardendefaulting "github.com/gardener/gardener/pkg/operator/webhook/defaulting/garden"
 )
 
 // runValidate decodes every YAML document of the given files strictly (unknown or duplicate
 // fields are errors, as with the API server's strict field validation), converts it to Gardener's
-// internal version with defaulting, and runs Gardener's API validation for its kind.
+// internal version with defaulting, and runs Gardener's API validation for its kind. A Garden is
+// defaulted and validated as gardener-operator's webhooks do, against the operator Extensions of
+// the documents before it (its spec.extensions must name a type registered for the garden).
 func runValidate(files []string) bool {
 	scheme := runtime.NewScheme()
 	coreinstall.Install(scheme)
@@ -33,6 +37,7 @@ func runValidate(files []string) bool {
 	external := codecs.UniversalDeserializer()
 
 	ok := true
+	var registered []operatorv1alpha1.Extension
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if !report("read "+file, time.Now(), err) {
@@ -54,13 +59,13 @@ func runValidate(files []string) bool {
 			if len(bytes.TrimSpace(doc)) == 0 {
 				continue
 			}
-			ok = report(step, started, validateDocument(doc, internal, external, &step)) && ok
+			ok = report(step, started, validateDocument(doc, internal, external, &step, &registered)) && ok
 		}
 	}
 	return ok
 }
 
-func validateDocument(doc []byte, internal, external runtime.Decoder, step *string) error {
+func validateDocument(doc []byte, internal, external runtime.Decoder, step *string, registered *[]operatorv1alpha1.Extension) error {
 	obj, gvk, err := external.Decode(doc, nil, nil)
 	if err != nil {
 		return err
@@ -70,6 +75,12 @@ func validateDocument(doc []byte, internal, external runtime.Decoder, step *stri
 	switch typed := obj.(type) {
 	case *operatorv1alpha1.Extension:
 		errs = operatorvalidation.ValidateExtension(typed)
+		*registered = append(*registered, *typed)
+	case *operatorv1alpha1.Garden:
+		if err := (&gardendefaulting.Handler{}).Default(context.Background(), typed); err != nil {
+			return err
+		}
+		errs = operatorvalidation.ValidateGarden(typed, *registered)
 	default:
 		converted, _, err := internal.Decode(doc, nil, nil)
 		if err != nil {
