@@ -33,6 +33,10 @@ export const EXPLAIN_FLAGS = {
     help: 'the shoot (technical ID shoot--<project>--<name>)',
     schema: technicalIdFlag.optional(),
   },
+  garden: {
+    help: "the virtual garden's API server instead of a shoot: PATHs hold the runtime cluster's Garden, Gateway and istio-ingressgateway Deployments and the virtual garden's ManagedSeeds and Shoots",
+    schema: z.boolean().optional(),
+  },
   client: { value: 'IP', help: 'the address Envoy sees as remote (required; a port as in an access log is ignored)', schema: addressSchema('--client') },
   peer: { value: 'IP', defaultText: '--client', help: 'the physical peer, for direct_remote_ip rules', schema: addressSchema('--peer').optional() },
   path: {

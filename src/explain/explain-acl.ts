@@ -4,7 +4,7 @@
 import { tunnelHopServed } from '../rbac/seed-envoy-filters.js';
 import { vpnDestinationsNamed } from '../rbac/shared-tunnel-hop.js';
 import { cidrContainsAddress, formatAddress, formatCidr, type Cidr, type IpFamily } from '../acl/cidr.js';
-import type { SeedAcl, ShootAcl } from '../acl/model.js';
+import type { GardenAcl, SeedAcl, ShootAcl } from '../acl/model.js';
 import { isMatcherForm, type CombinedFormName } from '../acl/operator-settings.js';
 import type { AclRule } from '../acl/acl-rule.js';
 import { destinationForms, parseTechnicalID } from '../acl/shoot-identity.js';
@@ -248,4 +248,14 @@ export function explainShoot(req: ExplainRequest): Explanation {
   if (paths.has('connect')) verdicts.push(...connectVerdicts(req, shoot, direct));
   const summary = shoot ? `${technicalID}: ${ruleText(shoot.rule)}` : `${technicalID}: no ACL on this seed; no path restricts it`;
   return { technicalID, summary, verdicts };
+}
+
+/** The name explain gives the virtual garden where it names a shoot's technical ID. */
+export const VIRTUAL_GARDEN = 'virtual-garden';
+
+/** The verdict of every chain of the virtual garden's API server for one client (the garden has no other path). */
+export function explainGarden(acl: GardenAcl, sniPort: number, client: ClientAddress, peer?: ClientAddress): Explanation {
+  const d = decideAcl(acl, client, peer ?? client);
+  const verdicts = acl.sniChains.map((chain): PathVerdict => ({ path: 'api', gateway: chain.gateway.namespace, at: `SNI ${[...chain.hosts].sort().join(', ')} (port ${sniPort})`, ...decided(d), reason: d.reason }));
+  return { technicalID: VIRTUAL_GARDEN, summary: `the virtual garden's API server: ${ruleText(acl.rule)}`, verdicts };
 }

@@ -6,13 +6,16 @@
 // admit and admits the rule's clients, the runtime cluster's nodes and pods and every ManagedSeed's
 // egress, IPv4, IPv6 and IPv4-mapped alike. The expected verdicts are written by hand per client.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { GardenAcl } from '../../src/acl/model.js';
 import { defaultOperatorConfig } from '../../src/config/operator-config.js';
+import { parseClientAddress } from '../../src/explain/client-address.js';
+import { explainGarden } from '../../src/explain/explain-acl.js';
 import { gardenAclFromInventory, gardenInventoryFromObjects } from '../../src/gardener/garden-acl.js';
 import { extensionSchema } from '../../src/gardener/objects.js';
 import { buildGardenEnvoyFilters, GARDEN_STAT_PREFIX } from '../../src/rbac/garden-envoy-filter.js';
 import type { JsonObject } from '../envoy/json.js';
 import { gardenExtension, gardenHosts, gardenObject, managedSeedObjects, virtualGardenRuntimeObjects, type GardenExposure } from './garden-fixture.js';
-import { CLIENTS, gateway, reaches } from './garden-probes.js';
+import { CLIENTS, gateway, reaches, type GardenClient } from './garden-probes.js';
 import type { IstioGateway } from './istio-rendered-gateway.js';
 
 const RULE = { rule: { action: 'ALLOW', type: 'remote_ip', cidrs: ['203.0.113.0/24', '2001:db8:a::/48'] } };
@@ -21,14 +24,25 @@ const SEEDS = [
   { name: 'seed-us', egressCIDRs: ['192.0.2.128/25', '2001:db8:5eed::/48'] },
 ];
 
-function gardenAclObjects(exposure: GardenExposure, providerConfig: unknown, options: { readonly beforeGateway?: boolean } = {}): JsonObject[] {
+function gardenAcl(exposure: GardenExposure, providerConfig: unknown, options: { readonly beforeGateway?: boolean } = {}): GardenAcl {
   const runtime = virtualGardenRuntimeObjects(exposure).filter((o) => !(options.beforeGateway && o['kind'] === 'Gateway'));
   const { managedSeeds, shoots } = managedSeedObjects(SEEDS);
-  const operator = defaultOperatorConfig();
   const extension = extensionSchema.parse(gardenExtension(providerConfig));
-  const result = gardenAclFromInventory(extension, gardenInventoryFromObjects([...runtime, gardenObject(), ...managedSeeds, ...shoots], true), operator);
+  const result = gardenAclFromInventory(extension, gardenInventoryFromObjects([...runtime, gardenObject(), ...managedSeeds, ...shoots], true), defaultOperatorConfig());
   if (result.kind !== 'acl' || result.ahead !== (options.beforeGateway ?? false)) throw new Error(`the garden ACL was not computed as expected: ${JSON.stringify(result)}`);
-  return buildGardenEnvoyFilters(result.acl, operator.sniPort).map((f) => JSON.parse(JSON.stringify(f)) as JsonObject);
+  return result.acl;
+}
+
+function gardenAclObjects(exposure: GardenExposure, providerConfig: unknown, options: { readonly beforeGateway?: boolean } = {}): JsonObject[] {
+  return buildGardenEnvoyFilters(gardenAcl(exposure, providerConfig, options), defaultOperatorConfig().sniPort).map((f) => JSON.parse(JSON.stringify(f)) as JsonObject);
+}
+
+/** What `explain --garden` says of a probe client: the address Envoy sees as remote (the PROXY source, else the loopback peer). */
+function explained(acl: GardenAcl, client: GardenClient): readonly string[] {
+  const source = client.proxySource ?? client.localAddress ?? '::1';
+  const remote = parseClientAddress(client.proxyFamily === 'TCP6' && !source.includes(':') ? `::ffff:${source}` : source);
+  if (!remote) throw new Error(`unparsable ${source}`);
+  return explainGarden(acl, defaultOperatorConfig().sniPort, remote).verdicts.map((v) => v.verdict);
 }
 
 describe.each(['tls-termination', 'passthrough'] as const)('the virtual garden (gardener-operator v1.149, %s) rendered by Istio, served by a real Envoy', (exposure) => {
@@ -47,8 +61,13 @@ describe.each(['tls-termination', 'passthrough'] as const)('the virtual garden (
     for (const host of gardenHosts()) expect(await reaches(openGateway, exposure, host, CLIENTS.find((c) => c.label === 'outsider IPv4')!), host).toBe(true);
   });
 
-  it('with it, every host admits exactly the rule’s clients, the runtime nodes and pods and every ManagedSeed’s egress', { timeout: 120_000 }, async () => {
+  it('with it, every host admits exactly the rule’s clients, the runtime nodes and pods and every ManagedSeed’s egress, as explain --garden says', { timeout: 120_000 }, async () => {
+    const acl = gardenAcl(exposure, RULE);
     const wrong: string[] = [];
+    for (const client of CLIENTS) {
+      const said = explained(acl, client);
+      if (said.length === 0 || said.some((v) => v !== (client.admitted ? 'admitted' : 'refused'))) wrong.push(`explain --garden for ${client.label}: ${said.join(', ')}`);
+    }
     for (const host of gardenHosts()) {
       for (const client of CLIENTS) {
         const got = await reaches(protectedGateway, exposure, host, client);
