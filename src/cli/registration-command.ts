@@ -37,7 +37,7 @@ export { REGISTRATION_USAGE };
 const argsSchema = flagsSchema(REGISTRATION_FLAGS)
   .superRefine((a, ctx) => {
     if (!a.operator) {
-      for (const flag of ['chart-ref', 'admission-chart-ref', 'admission-ca-bundle'] as const) {
+      for (const flag of ['chart-ref', 'admission-chart-ref', 'admission-ca-bundle', 'virtual-garden-kubeconfig-secret'] as const) {
         if (a[flag] !== undefined) ctx.addIssue({ code: 'custom', path: [flag], message: 'only with --operator' });
       }
       return;
@@ -95,6 +95,9 @@ export async function registrationCommand(argv: readonly string[], io: CommandIO
   let objects: Record<string, unknown>[];
   if (a.operator) {
     if (!(await checkSeedValues(defaultChartDir()))) return 2;
+    // gardener-operator renders the runtime cluster's deployment (the garden ACL) with these, not with `values`.
+    const secret = a['virtual-garden-kubeconfig-secret'];
+    const runtimeClusterValues = secret === undefined ? values : mergeValues(values, { garden: { virtualGardenKubeconfigSecret: secret } });
     const ca = a['admission-ca-bundle'] === undefined ? undefined : await readPem(a['admission-ca-bundle']);
     if (ca !== undefined && typeof ca !== 'string') {
       io.stderr(`${ca.error}\n`);
@@ -117,6 +120,7 @@ export async function registrationCommand(argv: readonly string[], io: CommandIO
         name: a.name,
         policy: a.policy,
         values,
+        runtimeClusterValues,
         admissionValues,
         chartRef: a['chart-ref'] ?? '',
         admissionChartRef: a['admission-chart-ref'] ?? '',

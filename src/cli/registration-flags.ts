@@ -42,6 +42,11 @@ export const REGISTRATION_FLAGS = {
   'admission-chart-ref': { value: 'REF', help: '--operator: OCI ref of the admission chart', schema: ociRef.optional() },
   'admission-namespace': { value: 'NS', default: 'garden', help: '--operator: runtime namespace of the admission server', schema: dnsLabel },
   'admission-values': { value: 'FILE', help: '--operator: YAML map of admission chart values (the image flags above and the registration/TLS values are merged over it)', schema: z.string().optional() },
+  'virtual-garden-kubeconfig-secret': {
+    value: 'NAME',
+    help: "--operator: Secret (key kubeconfig) in namespace runtime-extension-<name> holding the virtual garden's kubeconfig for the garden ACL (gardener-operator injects none: gardener/gardener#15000)",
+    schema: z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, { error: 'must be a Secret name (lower-case letters, digits, "-" and ".")' }).max(253).optional(),
+  },
   'admission-ca-bundle': {
     value: 'FILE',
     help: '--operator: PEM CA of an existing admission TLS Secret (e.g. from cert-manager); without it the admission server keeps its own certificates and registration (webhook.tls.mode managed)',

@@ -55,6 +55,8 @@ export interface OperatorExtensionOptions {
   readonly name: string;
   readonly policy: DeploymentPolicy;
   readonly values: HelmValues;
+  /** The seed chart's values for gardener-operator's render in the runtime cluster (the garden ACL). */
+  readonly runtimeClusterValues?: HelmValues;
   /** OCI references of the pushed charts (gardener-operator's Extension takes only OCI charts). */
   readonly chartRef: string;
   readonly admissionChartRef: string;
@@ -86,7 +88,7 @@ export function operatorExtension(o: OperatorExtensionOptions): Record<string, u
       // registered for the garden; it strips garden from the ControllerRegistration it makes for seeds.
       resources: [{ ...RESOURCE, lifecycle: { ...RESOURCE.lifecycle }, clusterCompatibility: ['shoot', 'garden'] }],
       deployment: {
-        extension: { helm: { ociRepository: { ref: o.chartRef } }, values: o.values, policy: o.policy },
+        extension: { helm: { ociRepository: { ref: o.chartRef } }, values: o.values, runtimeClusterValues: o.runtimeClusterValues ?? o.values, policy: o.policy },
         admission: {
           runtimeCluster: { helm: { ociRepository: { ref: o.admissionChartRef } } },
           virtualCluster: { helm: { ociRepository: { ref: o.admissionChartRef } } },

@@ -118,7 +118,8 @@ describe('gardener-acl registration', () => {
     expect(ext?.kind).toBe('Extension');
     // The same resource as for gardenlet, also registered for the garden (the Garden's acl entry).
     expect(ext?.spec.resources).toEqual([{ ...(objects[0]?.spec?.resources[0] as object), clusterCompatibility: ['shoot', 'garden'] }]);
-    expect(ext?.spec.deployment.extension).toEqual({ helm: { ociRepository: { ref: 'ghcr.io/org/charts/gardener-acl:0.1.0' } }, values: {}, policy: 'OnDemand' });
+    // gardener-operator renders the runtime cluster's deployment (the garden ACL) with runtimeClusterValues.
+    expect(ext?.spec.deployment.extension).toEqual({ helm: { ociRepository: { ref: 'ghcr.io/org/charts/gardener-acl:0.1.0' } }, values: {}, runtimeClusterValues: {}, policy: 'OnDemand' });
     // gardener-operator's AdmissionDeploymentSpec: helm per cluster, values shared by both renders.
     expect(ext?.spec.deployment.admission).toEqual({
       runtimeCluster: { helm: { ociRepository: { ref: 'ghcr.io/org/charts/gardener-acl-admission:0.1.0' } } },
@@ -142,6 +143,7 @@ describe('gardener-acl registration', () => {
     expect(result.code).toBe(0);
     const [ext] = parseAllDocuments(result.stdout).map((d) => d.toJS() as { spec: { deployment: { extension: { values: unknown }; admission: { values: unknown } } } });
     expect(ext?.spec.deployment.extension.values).toMatchObject({ image: { repository: 'registry.internal/acl/gardener-acl', tag: '0.2.0' } });
+    expect((ext?.spec.deployment.extension as { runtimeClusterValues?: unknown }).runtimeClusterValues).toEqual(ext?.spec.deployment.extension.values);
     // The registration URL and TLS mode are the command's: a values file cannot point the API server elsewhere.
     expect(ext?.spec.deployment.admission.values).toEqual({
       replicas: 3,
@@ -150,7 +152,16 @@ describe('gardener-acl registration', () => {
     });
   });
 
+  it('--operator --virtual-garden-kubeconfig-secret: the garden ACL’s deployment in the runtime cluster gets the Secret, the seeds’ does not', async () => {
+    const result = await registration(['--operator', '--chart-ref', 'ghcr.io/org/charts/gardener-acl:0.1.0', '--admission-chart-ref', 'ghcr.io/org/charts/gardener-acl-admission:0.1.0', '--image-tag', '0.2.0', '--virtual-garden-kubeconfig-secret', 'virtual-garden-access']);
+    expect(result.code).toBe(0);
+    const [ext] = parseAllDocuments(result.stdout).map((d) => d.toJS() as { spec: { deployment: { extension: { values: unknown; runtimeClusterValues: unknown } } } });
+    expect(ext?.spec.deployment.extension.values).toEqual({ image: { tag: '0.2.0' } });
+    expect(ext?.spec.deployment.extension.runtimeClusterValues).toEqual({ image: { tag: '0.2.0' }, garden: { virtualGardenKubeconfigSecret: 'virtual-garden-access' } });
+  });
+
   it.each([
+    [['--virtual-garden-kubeconfig-secret', 'x'], '--virtual-garden-kubeconfig-secret: only with --operator'],
     [['--policy', 'Sometimes'], '--policy: must be OnDemand, Always or AlwaysExceptNoShoots'],
     [['--name', 'ACL'], '--name: must be a lower-case DNS label'],
     [['--image-tag', 'has space'], '--image-tag: must be an image tag such as 0.1.0'],
