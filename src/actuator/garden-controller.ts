@@ -11,10 +11,10 @@ import type { OperatorConfig } from '../config/operator-config.js';
 import { cachedDeployment, cachedExtension, cachedManagedResource, withoutFieldManagement } from '../gardener/cached-views.js';
 import { EXTENSION_TYPE } from '../gardener/extension-class.js';
 import { gardenletWaits } from '../gardener/extension-contract.js';
-import { GARDEN_EXTENSION, VIRTUAL_GARDEN_APISERVER, VIRTUAL_GARDEN_GATEWAY, hasGardenClass, type GardenInventory } from '../gardener/garden-acl.js';
+import { GARDEN_EXTENSION, hasGardenClass, type GardenInventory } from '../gardener/garden-acl.js';
 import { gardenSchema, gardenShootSchema, managedSeedSchema, type Garden, type GardenShoot, type ManagedSeed } from '../gardener/garden-objects.js';
 import { deploymentSchema, extensionSchema, gatewaySchema, type Deployment, type Extension, type Gateway } from '../gardener/objects.js';
-import { WATCHED } from '../gardener/watched-resources.js';
+import { GARDEN_WATCHED } from '../gardener/watched-resources.js';
 import { describeError, retryAfterMs } from '../kube/errors.js';
 import { ResilientInformer } from '../kube/informer.js';
 import { FenceRefusedError } from '../kube/lease-fence.js';
@@ -82,28 +82,27 @@ export class GardenController {
     this.runtime = {
       extensions: informer(
         kc,
-        { path: `/apis/extensions.gardener.cloud/v1alpha1/namespaces/${NS}/extensions` },
+        GARDEN_WATCHED.extensions,
         (raw) => mapDefined(extensionSchema.safeParse(raw).data, cachedExtension),
         (_e, ext) => this.queue.add(keyOf(ext), gardenletWaits(ext)),
         (ext) => ext.spec.type === EXTENSION_TYPE && hasGardenClass(ext),
       ),
-      gardens: informer(kc, { path: '/apis/operator.gardener.cloud/v1alpha1/gardens' }, (raw) => slim(gardenSchema.safeParse(raw).data), (event, g, old) => {
+      gardens: informer(kc, GARDEN_WATCHED.gardens, (raw) => slim(gardenSchema.safeParse(raw).data), (event, g, old) => {
         if (event !== 'update' || !jsonEqual(g.spec, old?.spec) || g.metadata.deletionTimestamp !== old?.metadata.deletionTimestamp) all();
       }),
       gateways: informer(
         kc,
-        { path: `/apis/networking.istio.io/v1beta1/namespaces/${VIRTUAL_GARDEN_GATEWAY.namespace}/gateways`, fieldSelector: `metadata.name=${VIRTUAL_GARDEN_GATEWAY.name}` },
+        GARDEN_WATCHED.gateways,
         (raw) => slim(gatewaySchema.safeParse(raw).data),
         all,
       ),
       // The cached view has no status: replica counts and readiness change nothing here.
-      deployments: informer(kc, WATCHED.gatewayDeployments, (raw) => mapDefined(deploymentSchema.safeParse(raw).data, cachedDeployment), (event, d, old) => {
+      deployments: informer(kc, GARDEN_WATCHED.gatewayDeployments, (raw) => mapDefined(deploymentSchema.safeParse(raw).data, cachedDeployment), (event, d, old) => {
         if (event !== 'update' || !jsonEqual(d, old)) all();
       }),
-      // Only its existence is read (see GardenInventory.virtualGardenDeployed).
       apiServers: informer(
         kc,
-        { path: `/apis/apps/v1/namespaces/${VIRTUAL_GARDEN_APISERVER.namespace}/deployments`, fieldSelector: `metadata.name=${VIRTUAL_GARDEN_APISERVER.name}` },
+        GARDEN_WATCHED.apiServers,
         (raw) => mapDefined(deploymentSchema.safeParse(raw).data, cachedDeployment),
         (event) => {
           if (event !== 'update') all();
@@ -119,11 +118,11 @@ export class GardenController {
     const vg = options.virtualGarden;
     this.virtual = vg
       ? {
-          managedSeeds: informer(vg, { path: `/apis/seedmanagement.gardener.cloud/v1alpha1/namespaces/${NS}/managedseeds` }, (raw) => slim(managedSeedSchema.safeParse(raw).data), (event, s, old) => {
+          managedSeeds: informer(vg, GARDEN_WATCHED.managedSeeds, (raw) => slim(managedSeedSchema.safeParse(raw).data), (event, s, old) => {
             if (event !== 'update' || s.spec.shoot?.name !== old?.spec.shoot?.name) all();
           }),
           // Shoots change all day (status of every reconcile); only their egress matters here.
-          shoots: informer(vg, { path: `/apis/core.gardener.cloud/v1beta1/namespaces/${NS}/shoots` }, (raw) => mapDefined(gardenShootSchema.safeParse(raw).data, egressOnly), (event, s, old) => {
+          shoots: informer(vg, GARDEN_WATCHED.shoots, (raw) => mapDefined(gardenShootSchema.safeParse(raw).data, egressOnly), (event, s, old) => {
             if (event !== 'update' || !jsonEqual(s.status, old?.status)) all();
           }),
         }

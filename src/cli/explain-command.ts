@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { explainShoot, type Explanation, type LegacyChain } from '../explain/explain-acl.js';
 import { formatProblem } from '../gardener/problems.js';
-import { explainGardenFromFiles } from './garden-explain.js';
+import { explainGardenFrom } from './garden-explain.js';
 import { findLegacyChains } from '../rbac/legacy-proxy-patch.js';
 import { argsUsageError, parseCommandArgs, usageError } from './command-args.js';
 import type { CommandIO } from './command-io.js';
@@ -29,6 +29,7 @@ export async function explainCommand(argv: readonly string[], io: CommandIO): Pr
   if (!args.success) return argsUsageError(io, EXPLAIN_USAGE, args.error.issues, 'message-only');
   const a = args.data;
   if (a.garden) return explainGardenCommand(a, io);
+  if (a['virtual-garden-kubeconfig'] !== undefined) return usageError(io, EXPLAIN_USAGE, '--virtual-garden-kubeconfig is for --garden (the virtual garden’s ManagedSeeds)');
   if (a.header && a.path !== undefined && a.path !== 'connect') {
     return usageError(io, EXPLAIN_USAGE, `--header describes a CONNECT request; it has no effect on --path ${a.path}: drop --path (every path) or use --path connect`);
   }
@@ -85,17 +86,19 @@ function printed(explanation: Explanation, output: 'text' | 'json', io: CommandI
   return explanation.verdicts.some((v) => v.enforceWouldRefuse === true) ? 3 : 0;
 }
 
-/** --garden: the virtual garden's API server, whose only path is its SNI chains, read from files. */
+/** --garden: the virtual garden's API server, whose only path is its SNI chains, from files or live. */
 async function explainGardenCommand(a: z.output<typeof argsSchema>, io: CommandIO): Promise<number> {
   const conflicting = [
     a.shoot !== undefined && '--shoot (the garden is not a shoot)',
     a.header !== undefined && '--header (the virtual garden has no CONNECT path)',
     a.path !== undefined && a.path !== 'api' && `--path ${a.path} (the virtual garden has only the api path)`,
-    a.kubeconfig !== undefined && '--kubeconfig (with --garden the objects come from PATHs: kubectl get -o yaml of the runtime cluster and the virtual garden)',
     a['always-allowed'] !== undefined && '--always-allowed (the garden’s always-admitted ranges come from the Garden and the ManagedSeeds)',
   ].filter((c): c is string => typeof c === 'string');
   if (conflicting.length > 0) return usageError(io, EXPLAIN_USAGE, `--garden does not take ${conflicting.join(', ')}`);
-  const explanation = await explainGardenFromFiles({ paths: a.paths, config: a.config, client: a.client, peer: a.peer, readStdin: io.readStdin }, io);
+  const explanation = await explainGardenFrom(
+    { paths: a.paths, kubeconfig: a.kubeconfig, virtualGardenKubeconfig: a['virtual-garden-kubeconfig'], config: a.config, client: a.client, peer: a.peer, readStdin: io.readStdin },
+    io,
+  );
   return typeof explanation === 'number' ? explanation : printed(explanation, a.output, io);
 }
 

@@ -37,6 +37,12 @@ export const EXPLAIN_FLAGS = {
     help: "the virtual garden's API server instead of a shoot: PATHs hold the runtime cluster's Garden, Gateway and istio-ingressgateway Deployments and the virtual garden's ManagedSeeds and Shoots",
     schema: z.boolean().optional(),
   },
+  'virtual-garden-kubeconfig': {
+    value: 'PATH',
+    defaultText: 'none: no ManagedSeed is known',
+    help: "with --garden and --kubeconfig (the runtime cluster): the virtual garden, for its ManagedSeeds and their Shoots' egress",
+    schema: z.string().min(1).optional(),
+  },
   client: { value: 'IP', help: 'the address Envoy sees as remote (required; a port as in an access log is ignored)', schema: addressSchema('--client') },
   peer: { value: 'IP', defaultText: '--client', help: 'the physical peer, for direct_remote_ip rules', schema: addressSchema('--peer').optional() },
   path: {

@@ -1,6 +1,6 @@
 // `gardener-acl explain --garden`: the virtual garden's ACL as the garden controller computes it,
-// from objects in files (`kubectl get -o yaml` of the runtime cluster and of the virtual garden),
-// explained for one client on every chain of its API server.
+// from objects in files (`kubectl get -o yaml` of the runtime cluster and of the virtual garden) or
+// read live, explained for one client on every chain of its API server.
 import { z } from 'zod';
 import { explainGarden, type ClientAddress, type Explanation } from '../explain/explain-acl.js';
 import { GARDEN_CLASS, GARDEN_EXTENSION, gardenAclFromInventory, gardenInventoryFromObjects } from '../gardener/garden-acl.js';
@@ -8,11 +8,19 @@ import { EXTENSION_TYPE } from '../gardener/extension-class.js';
 import { extensionSchema, type Extension } from '../gardener/objects.js';
 import { formatProblem } from '../gardener/problems.js';
 import type { CommandIO } from './command-io.js';
+import { describeError } from '../kube/errors.js';
+import { listAll } from '../kube/list-watch.js';
+import { GARDEN_WATCHED } from '../gardener/watched-resources.js';
+import { loadKubeConfig } from './kubeconfig.js';
 import { loadDocuments } from './load-documents.js';
 import { loadOperatorConfigFile } from './operator-config-file.js';
 
 export interface GardenExplainInputs {
   readonly paths: readonly string[];
+  /** The runtime cluster, live: what the garden controller reads, instead of files. */
+  readonly kubeconfig?: string | undefined;
+  /** With `kubeconfig`: the virtual garden, for its ManagedSeeds and their Shoots. */
+  readonly virtualGardenKubeconfig?: string | undefined;
   readonly config: string | undefined;
   readonly client: ClientAddress;
   readonly peer: ClientAddress | undefined;
@@ -38,21 +46,63 @@ function gardenExtension(objects: readonly unknown[]): Extension | string {
   } as Extension;
 }
 
-/** The explanation, or the exit code after saying on stderr why there is none. */
-export async function explainGardenFromFiles(inputs: GardenExplainInputs, io: CommandIO): Promise<Explanation | number> {
+/** What the garden controller reads, listed now; the virtual garden's only with its kubeconfig. */
+async function liveGardenObjects(runtime: string, virtualGarden: string | undefined): Promise<{ readonly objects: unknown[]; readonly virtualGardenRead: boolean }> {
+  const sources = [
+    { kc: runtime, ...GARDEN_WATCHED.gardens, apiVersion: 'operator.gardener.cloud/v1alpha1', kind: 'Garden' },
+    { kc: runtime, ...GARDEN_WATCHED.extensions, apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension' },
+    { kc: runtime, ...GARDEN_WATCHED.gateways, apiVersion: 'networking.istio.io/v1beta1', kind: 'Gateway' },
+    { kc: runtime, ...GARDEN_WATCHED.gatewayDeployments, apiVersion: 'apps/v1', kind: 'Deployment' },
+    ...(virtualGarden === undefined
+      ? []
+      : [
+          { kc: virtualGarden, ...GARDEN_WATCHED.managedSeeds, apiVersion: 'seedmanagement.gardener.cloud/v1alpha1', kind: 'ManagedSeed' },
+          { kc: virtualGarden, ...GARDEN_WATCHED.shoots, apiVersion: 'core.gardener.cloud/v1beta1', kind: 'Shoot' },
+        ]),
+  ];
+  const objects: unknown[] = [];
+  for (const { kc, path, apiVersion, kind, ...selectors } of sources) {
+    const list = await listAll(loadKubeConfig(kc), path, selectors);
+    // List items carry no apiVersion and kind of their own.
+    for (const item of list.items) objects.push({ ...item, apiVersion, kind });
+  }
+  return { objects, virtualGardenRead: virtualGarden !== undefined };
+}
+
+/** The garden's objects from files, or live; the exit code after saying why on stderr when they cannot be had. */
+async function gardenObjects(inputs: GardenExplainInputs, io: CommandIO): Promise<{ readonly objects: unknown[]; readonly virtualGardenRead: boolean } | number> {
+  if (inputs.kubeconfig !== undefined) {
+    if (inputs.paths.length > 0) {
+      io.stderr('gardener-acl explain --garden: with --kubeconfig the objects come from the runtime cluster (and --virtual-garden-kubeconfig); drop the PATHs\n');
+      return 2;
+    }
+    try {
+      return await liveGardenObjects(inputs.kubeconfig, inputs.virtualGardenKubeconfig);
+    } catch (error) {
+      io.stderr(`gardener-acl explain --garden: cannot read the garden's objects: ${describeError(error)}\n`);
+      return 2;
+    }
+  }
   if (inputs.paths.length === 0) {
-    io.stderr("gardener-acl explain --garden: give the runtime cluster's Garden, Gateway garden/virtual-garden-kube-apiserver and istio-ingressgateway Deployments, and the virtual garden's ManagedSeeds and Shoots as PATHs (kubectl get -o yaml)\n");
+    io.stderr("gardener-acl explain --garden: give the runtime cluster's Garden, Gateway garden/virtual-garden-kube-apiserver and istio-ingressgateway Deployments, and the virtual garden's ManagedSeeds and Shoots as PATHs (kubectl get -o yaml), or --kubeconfig of the runtime cluster\n");
     return 2;
   }
   const loaded = await loadDocuments(inputs.paths, { readStdin: inputs.readStdin });
   for (const p of loaded.problems) io.stderr(`${formatProblem(p)}\n`);
   if (loaded.problems.length > 0) return 2;
+  return { objects: loaded.objects.map((o) => o.object), virtualGardenRead: true };
+}
+
+/** The explanation, or the exit code after saying on stderr why there is none. */
+export async function explainGardenFrom(inputs: GardenExplainInputs, io: CommandIO): Promise<Explanation | number> {
+  const read = await gardenObjects(inputs, io);
+  if (typeof read === 'number') return read;
   const config = await loadOperatorConfigFile(inputs.config);
   if ('error' in config) {
     io.stderr(`${config.error}\n`);
     return 2;
   }
-  const objects = loaded.objects.map((o) => o.object);
+  const { objects, virtualGardenRead } = read;
   const extension = gardenExtension(objects);
   if (typeof extension === 'string') {
     io.stderr(`gardener-acl explain --garden: ${extension}\n`);
@@ -60,12 +110,12 @@ export async function explainGardenFromFiles(inputs: GardenExplainInputs, io: Co
   }
   let inventory;
   try {
-    inventory = gardenInventoryFromObjects(objects, true);
+    inventory = gardenInventoryFromObjects(objects, virtualGardenRead);
   } catch (error) {
     io.stderr(`gardener-acl explain --garden: ${(error as Error).message}\n`);
     return 2;
   }
-  if ((inventory.managedSeeds ?? []).length === 0) {
+  if (virtualGardenRead && (inventory.managedSeeds ?? []).length === 0) {
     io.stderr("note: no ManagedSeed among the inputs: no seed's gardenlet egress is admitted in this explanation (add kubectl get managedseeds,shoots -n garden -o yaml of the virtual garden)\n");
   }
   const result = gardenAclFromInventory(extension, inventory, config.config);

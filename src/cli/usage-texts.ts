@@ -33,7 +33,8 @@ export function isCommandName(word: string | undefined): word is CommandName {
 export const EXPLAIN_USAGE = `usage: gardener-acl explain [--shoot ID] --client IP [--peer IP] [--path api|connect|observability|legacy]
                            [--header 'Name: value']... [--output text|json]
                            [--kubeconfig PATH] [--config operator.yaml] [--always-allowed CIDR]... [PATH...]
-       gardener-acl explain --garden --client IP [--peer IP] [--output text|json] [--config operator.yaml] PATH...
+       gardener-acl explain --garden --client IP [--peer IP] [--output text|json] [--config operator.yaml]
+                           (PATH... | --kubeconfig PATH [--virtual-garden-kubeconfig PATH])
 
 Prints, for every path into the shoot's control plane and every gateway, whether the client is
 admitted and why: the ALLOW/DENY or always-allowed range that decided, or that none matched.
@@ -56,7 +57,8 @@ With --garden: the virtual garden's API server instead, on every chain of its Ga
 rule of the Garden's acl entry and the ranges the garden controller always admits (the runtime
 cluster's nodes and pods from the Garden, every ManagedSeed's egress from its Shoot, the
 operator's additional ones); PATHs hold kubectl get -o yaml of the runtime cluster (garden,
-gateway, deployment) and of the virtual garden (managedseeds and shoots in namespace garden).
+gateway, deployment) and of the virtual garden (managedseeds and shoots in namespace garden), or
+--kubeconfig reads the runtime cluster and --virtual-garden-kubeconfig the virtual garden live.
 Exit codes: 0 every listed path admits, 1 some path refuses, 2 invalid input, 3 every path
 admits but some only because the rule is in audit mode (enforce would refuse there).
 

@@ -1,4 +1,6 @@
-// API paths (and selectors) of the seed objects the controller and the webhook cache, in one place.
+// API paths (and selectors) of the seed objects the controller and the webhook cache, and of what the
+// garden controller reads, in one place.
+import { GARDEN_EXTENSION, VIRTUAL_GARDEN_APISERVER, VIRTUAL_GARDEN_GATEWAY } from './garden-acl.js';
 
 export interface WatchedResource {
   readonly path: string;
@@ -35,4 +37,16 @@ export const WATCHED = {
   managedResources: { path: '/apis/resources.gardener.cloud/v1alpha1/managedresources', labelSelector: 'app.kubernetes.io/managed-by=gardener-acl' },
   // The reference extension's (acl-seed), retired once this controller protects the shoot: whether one exists.
   referenceManagedResources: { path: '/apis/resources.gardener.cloud/v1alpha1/managedresources', fieldSelector: 'metadata.name=acl-seed' },
+} as const satisfies Record<string, WatchedResource>;
+
+/** The garden controller's: the runtime cluster's (namespace garden) and the virtual garden's ManagedSeeds and their Shoots. */
+export const GARDEN_WATCHED = {
+  extensions: { path: `/apis/extensions.gardener.cloud/v1alpha1/namespaces/${GARDEN_EXTENSION.namespace}/extensions` },
+  gardens: { path: '/apis/operator.gardener.cloud/v1alpha1/gardens' },
+  gateways: { path: `/apis/networking.istio.io/v1beta1/namespaces/${VIRTUAL_GARDEN_GATEWAY.namespace}/gateways`, fieldSelector: `metadata.name=${VIRTUAL_GARDEN_GATEWAY.name}` },
+  gatewayDeployments: WATCHED.gatewayDeployments,
+  // Only its existence is read (see GardenInventory.virtualGardenDeployed).
+  apiServers: { path: `/apis/apps/v1/namespaces/${VIRTUAL_GARDEN_APISERVER.namespace}/deployments`, fieldSelector: `metadata.name=${VIRTUAL_GARDEN_APISERVER.name}` },
+  managedSeeds: { path: `/apis/seedmanagement.gardener.cloud/v1alpha1/namespaces/${GARDEN_EXTENSION.namespace}/managedseeds` },
+  shoots: { path: `/apis/core.gardener.cloud/v1beta1/namespaces/${GARDEN_EXTENSION.namespace}/shoots` },
 } as const satisfies Record<string, WatchedResource>;

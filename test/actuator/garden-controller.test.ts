@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Registry } from 'prom-client';
 import { GardenController } from '../../src/actuator/garden-controller.js';
+import { explainCommand } from '../../src/cli/explain-command.js';
 import { GARDEN_MANAGED_RESOURCE_NAME } from '../../src/actuator/garden-actuator.js';
 import { KubeClusterClient } from '../../src/actuator/kube-cluster-client.js';
 import { defaultOperatorConfig } from '../../src/config/operator-config.js';
@@ -161,6 +162,26 @@ describe('the garden controller on a real runtime cluster, resource manager and 
     } finally {
       await gw.stop();
     }
+  });
+
+  it('explain --garden on the live runtime cluster and virtual garden gives the verdicts the stored filter enforces', { timeout: 60_000 }, async () => {
+    const explain = async (client: string, virtual = true) => {
+      let out = '';
+      let err = '';
+      const args = ['--garden', '--client', client, '--kubeconfig', cp.kubeconfigPath, ...(virtual ? ['--virtual-garden-kubeconfig', virtualGarden.kubeconfigPath] : [])];
+      const code = await explainCommand(args, { stdout: (t) => (out += t), stderr: (t) => (err += t) });
+      return { code, out, err };
+    };
+    // seed-us was added after the rule: its gardenlet is admitted by the egress read live.
+    const seedUs = await explain('192.0.2.200');
+    expect(seedUs.code, seedUs.err).toBe(0);
+    expect(seedUs.out).toContain('remote_ip 192.0.2.200 is in no ALLOW range, but remote_ip 192.0.2.200 is in the always-allowed range 192.0.2.128/25');
+    expect((await explain('100.64.1.1')).code).toBe(1);
+    // Without the virtual garden the answer says that the ManagedSeeds' egress is unknown.
+    const blindly = await explain('192.0.2.200', false);
+    expect(blindly.code).toBe(1);
+    expect(blindly.err).toContain('error: virtual garden: its ManagedSeeds cannot be read');
+    expect(blindly.err).toContain('note: explained with the egress that is known');
   });
 
   it('on removal from the Garden the deployer deletes the Extension and the filter goes with it', { timeout: 240_000 }, async () => {

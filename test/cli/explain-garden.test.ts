@@ -79,6 +79,11 @@ describe('gardener-acl explain --garden', () => {
     expect(withShoot.err).toContain('--garden does not take --shoot (the garden is not a shoot)');
     const connect = await run(['--garden', '--path', 'connect', '--client', '203.0.113.9', runtime]);
     expect(connect.err).toContain('--garden does not take --path connect (the virtual garden has only the api path)');
+    const both = await run(['--garden', '--client', '203.0.113.9', '--kubeconfig', '/nonexistent', runtime]);
+    expect(both).toMatchObject({ code: 2, err: 'gardener-acl explain --garden: with --kubeconfig the objects come from the runtime cluster (and --virtual-garden-kubeconfig); drop the PATHs\n' });
+    const forShoot = await run(['--shoot', 'shoot--p--a', '--client', '203.0.113.9', '--virtual-garden-kubeconfig', '/x']);
+    expect(forShoot.code).toBe(2);
+    expect(forShoot.err).toContain('--virtual-garden-kubeconfig is for --garden (the virtual garden’s ManagedSeeds)');
     const noEntry = await run(['--garden', '--client', '203.0.113.9', virtual]);
     expect(noEntry).toMatchObject({ code: 2, out: '' });
     expect(noEntry.err).toBe(
