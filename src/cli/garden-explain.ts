@@ -9,9 +9,9 @@ import { extensionSchema, type Extension } from '../gardener/objects.js';
 import { formatProblem } from '../gardener/problems.js';
 import type { CommandIO } from './command-io.js';
 import { describeError } from '../kube/errors.js';
-import { listAll } from '../kube/list-watch.js';
 import { GARDEN_WATCHED } from '../gardener/watched-resources.js';
 import { loadKubeConfig } from './kubeconfig.js';
+import { listedObjects } from './live-objects.js';
 import { loadDocuments } from './load-documents.js';
 import { loadOperatorConfigFile } from './operator-config-file.js';
 
@@ -48,25 +48,21 @@ function gardenExtension(objects: readonly unknown[]): Extension | string {
 
 /** What the garden controller reads, listed now; the virtual garden's only with its kubeconfig. */
 async function liveGardenObjects(runtime: string, virtualGarden: string | undefined): Promise<{ readonly objects: unknown[]; readonly virtualGardenRead: boolean }> {
-  const sources = [
-    { kc: runtime, ...GARDEN_WATCHED.gardens, apiVersion: 'operator.gardener.cloud/v1alpha1', kind: 'Garden' },
-    { kc: runtime, ...GARDEN_WATCHED.extensions, apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension' },
-    { kc: runtime, ...GARDEN_WATCHED.gateways, apiVersion: 'networking.istio.io/v1beta1', kind: 'Gateway' },
-    { kc: runtime, ...GARDEN_WATCHED.gatewayDeployments, apiVersion: 'apps/v1', kind: 'Deployment' },
-    ...(virtualGarden === undefined
+  const rt = { kubeConfig: loadKubeConfig(runtime), origin: 'runtime cluster' };
+  const vg = virtualGarden === undefined ? undefined : { kubeConfig: loadKubeConfig(virtualGarden), origin: 'virtual garden' };
+  const listed = await listedObjects([
+    { ...rt, ...GARDEN_WATCHED.gardens, apiVersion: 'operator.gardener.cloud/v1alpha1', kind: 'Garden' },
+    { ...rt, ...GARDEN_WATCHED.extensions, apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension' },
+    { ...rt, ...GARDEN_WATCHED.gateways, apiVersion: 'networking.istio.io/v1beta1', kind: 'Gateway' },
+    { ...rt, ...GARDEN_WATCHED.gatewayDeployments, apiVersion: 'apps/v1', kind: 'Deployment' },
+    ...(vg === undefined
       ? []
       : [
-          { kc: virtualGarden, ...GARDEN_WATCHED.managedSeeds, apiVersion: 'seedmanagement.gardener.cloud/v1alpha1', kind: 'ManagedSeed' },
-          { kc: virtualGarden, ...GARDEN_WATCHED.shoots, apiVersion: 'core.gardener.cloud/v1beta1', kind: 'Shoot' },
+          { ...vg, ...GARDEN_WATCHED.managedSeeds, apiVersion: 'seedmanagement.gardener.cloud/v1alpha1', kind: 'ManagedSeed' },
+          { ...vg, ...GARDEN_WATCHED.shoots, apiVersion: 'core.gardener.cloud/v1beta1', kind: 'Shoot' },
         ]),
-  ];
-  const objects: unknown[] = [];
-  for (const { kc, path, apiVersion, kind, ...selectors } of sources) {
-    const list = await listAll(loadKubeConfig(kc), path, selectors);
-    // List items carry no apiVersion and kind of their own.
-    for (const item of list.items) objects.push({ ...item, apiVersion, kind });
-  }
-  return { objects, virtualGardenRead: virtualGarden !== undefined };
+  ]);
+  return { objects: listed.map((o) => o.object), virtualGardenRead: vg !== undefined };
 }
 
 /** The garden's objects from files, or live; the exit code after saying why on stderr when they cannot be had. */

@@ -14,6 +14,7 @@ import { describeError } from '../kube/errors.js';
 import { listAll } from '../kube/list-watch.js';
 import { seedModelFromObjects, type SeedModel } from '../render/seed-render.js';
 import { loadKubeConfig } from './kubeconfig.js';
+import { listedObjects } from './live-objects.js';
 import { isShootManifest } from '../gardener/shoot-manifest.js';
 import { loadDocuments } from './load-documents.js';
 import { operatorConfigAmong } from './operator-config-file.js';
@@ -46,25 +47,19 @@ const CONFIG_MAP_KEY = 'config.yaml';
 
 /** The objects the controller reads, from the live seed, as documents for the same pipeline as `render`. */
 export async function liveObjects(kubeconfig: string): Promise<SourcedObject[]> {
-  const kc = loadKubeConfig(kubeconfig);
-  const sources: readonly { readonly path: string; readonly labelSelector?: string; readonly apiVersion: string; readonly kind: string }[] = [
-    { ...WATCHED.clusters, apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Cluster' },
-    { ...WATCHED.extensions, apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension' },
-    { ...WATCHED.infrastructures, apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Infrastructure' },
-    { ...WATCHED.dnsRecords, apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'DNSRecord' },
-    { ...WATCHED.gateways, apiVersion: 'networking.istio.io/v1beta1', kind: 'Gateway' },
-    { ...WATCHED.gatewayDeployments, apiVersion: 'apps/v1', kind: 'Deployment' },
-    { ...WATCHED.gatewayServices, apiVersion: 'v1', kind: 'Service' },
-    { ...WATCHED.kubeSystemConfigMaps, apiVersion: 'v1', kind: 'ConfigMap' },
-    { ...WATCHED.envoyFilters, apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter' },
-  ];
-  const objects: SourcedObject[] = [];
-  for (const source of sources) {
-    const list = await listAll(kc, source.path, source.labelSelector ? { labelSelector: source.labelSelector } : {});
-    // List items carry no apiVersion and kind of their own.
-    for (const item of list.items) objects.push({ object: { ...item, apiVersion: source.apiVersion, kind: source.kind }, source: `seed ${source.path}` });
-  }
-  return objects;
+  const kubeConfig = loadKubeConfig(kubeconfig);
+  const seed = { kubeConfig, origin: 'seed' };
+  return listedObjects([
+    { ...seed, ...WATCHED.clusters, apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Cluster' },
+    { ...seed, ...WATCHED.extensions, apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Extension' },
+    { ...seed, ...WATCHED.infrastructures, apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'Infrastructure' },
+    { ...seed, ...WATCHED.dnsRecords, apiVersion: 'extensions.gardener.cloud/v1alpha1', kind: 'DNSRecord' },
+    { ...seed, ...WATCHED.gateways, apiVersion: 'networking.istio.io/v1beta1', kind: 'Gateway' },
+    { ...seed, ...WATCHED.gatewayDeployments, apiVersion: 'apps/v1', kind: 'Deployment' },
+    { ...seed, ...WATCHED.gatewayServices, apiVersion: 'v1', kind: 'Service' },
+    { ...seed, ...WATCHED.kubeSystemConfigMaps, apiVersion: 'v1', kind: 'ConfigMap' },
+    { ...seed, ...WATCHED.envoyFilters, apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter' },
+  ]);
 }
 
 /**

@@ -60,7 +60,7 @@ async function managedCertificates(a: z.output<typeof serveArgs>, namespace: str
   const gardens = a.webhooks.includes('garden');
   let firstPair: () => void = () => undefined;
   const written = new Promise<void>((resolve) => (firstPair = resolve));
-  const options = { target: clientTarget, timeoutSeconds: a['timeout-seconds'], controllerUsername: a['controller-username'], legacyProxyPort };
+  const options = { timeoutSeconds: a['timeout-seconds'], controllerUsername: a['controller-username'], legacyProxyPort };
   const manager = new WebhookCertificateManager({
     target: loadKubeConfig(a.kubeconfig),
     namespace,

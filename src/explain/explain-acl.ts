@@ -251,7 +251,7 @@ export function explainShoot(req: ExplainRequest): Explanation {
 }
 
 /** The name explain gives the virtual garden where it names a shoot's technical ID. */
-export const VIRTUAL_GARDEN = 'virtual-garden';
+const VIRTUAL_GARDEN = 'virtual-garden';
 
 /** The verdict of every chain of the virtual garden's API server for one client (the garden has no other path). */
 export function explainGarden(acl: GardenAcl, sniPort: number, client: ClientAddress, peer?: ClientAddress): Explanation {
